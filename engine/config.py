@@ -1,0 +1,860 @@
+"""Memory configuration: the :class:`MemoryConfig` dataclass, its validation and its file formats.
+
+Three ways in, all ending in :meth:`MemoryConfig.validate`:
+
+* :func:`load_ini` reads a DRAMsim3 ``.ini`` file with DRAMsim3's defaults for missing keys;
+  :func:`dump_ini` writes one back (our own extensions go to a ``[diffmem]`` section, which
+  DRAMsim3 ignores).
+* :func:`load_preset` / :func:`save_preset` read and write our own TOML preset format
+  (``resources/presets/dram/<NAME>.toml``, sections ``[organisation] [timing] [power]
+  [controller]``, one commented line per value).
+* :meth:`MemoryConfig.to_dict` / :meth:`MemoryConfig.from_dict` for JSON project files.
+
+Every field is declared once, in the class body, together with its GUI section, DRAMsim3 ini
+section, unit and description; :data:`PARAMETERS` lists those declarations for parsers and
+form builders. The derived read-only properties reproduce DRAMsim3's ``Config`` derivations
+(``InitDRAMParams``, ``CalculateSize``, ``SetAddressMapping``, ``InitTimingParams``,
+``InitPowerParams``) exactly, quirks included; timing values are in DRAM clock cycles (tCK).
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import logging
+import math
+import os
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Folder of the shipped DRAM presets.
+PRESET_DIR = Path(__file__).resolve().parents[1] / "resources" / "presets" / "dram"
+
+PROTOCOLS = ("DDR3", "DDR4", "GDDR5", "GDDR5X", "GDDR6", "LPDDR", "LPDDR3", "LPDDR4",
+             "HBM", "HBM2", "HMC")
+#: In DRAMsim3's ``RefreshPolicy`` enum order (the index is DRAMsim3's numeric value).
+REFRESH_POLICIES = ("RANK_LEVEL_SIMULTANEOUS", "RANK_LEVEL_STAGGERED", "BANK_LEVEL_STAGGERED")
+QUEUE_STRUCTURES = ("PER_BANK", "PER_RANK")
+ROW_BUF_POLICIES = ("OPEN_PAGE", "CLOSE_PAGE")
+SCHEDULERS = ("dramsim3", "fcfs", "frfcfs", "parbs")
+PAGE_POLICIES = ("open", "close", "open_adaptive", "early_precharge")
+ADDRESS_FIELDS = ("ch", "ra", "bg", "ba", "ro", "co")
+SECTIONS = ("organisation", "timing", "power", "controller")
+_INI_SECTIONS = ("dram_structure", "timing", "power", "system", "other", "hmc", "diffmem")
+
+# Keys DRAMsim3 reads that we do not model (accepted, logged at debug level).
+_DRAMSIM3_UNMODELLED = {
+    "dram_structure": {"num_dies"},
+    "timing": {"ideal_memory_latency"},
+    "system": {"aggressive_precharging_enabled"},
+    "other": {"output_level", "output_prefix"},
+}
+# Datasheet keys found in DRAMsim3's own shipped configs that DRAMsim3 never reads. They are
+# accepted (debug log) even in strict mode, so that strict mode still catches real typos.
+_DATASHEET_KEYS = {
+    "timing": {"trfc2", "trfc4", "twr2", "refi", "trtp_l", "trtp_s", "refresh_period", "tcksre",
+               "tcmd", "activation_window_depth", "trrefd", "trfcpb", "tcas", "tcwd"},
+    "power": {"ipp0", "idd3p", "idd1", "idd2q", "idd3pf", "idd3ps", "idd5", "idd6", "idd6l",
+              "idd7"},
+    "other": {"validation_output"},
+}
+_ErrorFactory = Callable[[str, str], ConfigError]   # (key, message) -> exception
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """Declaration of one configuration field (drives parsing, defaults, dumping and GUI forms)."""
+
+    name: str                   # field name == DRAMsim3 key (case as DRAMsim3 spells it)
+    section: str                # our TOML / GUI section: organisation | timing | power | controller
+    kind: str                   # "int" | "float" | "bool" | "str"
+    default: Any
+    unit: str
+    doc: str
+    ini_section: str = ""       # DRAMsim3 ini section ("diffmem" for our extensions)
+    dramsim3: bool = True       # False: DRAMsim3 does not know this key
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    power_of_two: bool = False
+    optional: bool = False      # None allowed (means "not given")
+
+
+def _p(default: Any, section: str, ini: str, unit: str, doc: str, *, kind: str = "",
+       choices: tuple[str, ...] = (), minimum: float | None = None,
+       maximum: float | None = None, pow2: bool = False, dramsim3: bool | None = None,
+       optional: bool = False) -> Any:
+    """Declare a dataclass field together with its :class:`ParamSpec` attributes."""
+    if not kind:
+        kind = {bool: "bool", int: "int", float: "float", str: "str"}[type(default)]
+    meta = dict(section=section, kind=kind, unit=unit, doc=doc, ini_section=ini,
+                dramsim3=(ini != "diffmem") if dramsim3 is None else dramsim3, choices=choices,
+                minimum=minimum, maximum=maximum, power_of_two=pow2, optional=optional)
+    return field(default=default, metadata={"spec": meta})
+
+
+def _t(default: int, doc: str, minimum: int = 0) -> Any:
+    """A DRAMsim3 timing parameter in cycles."""
+    return _p(default, "timing", "timing", "tCK", doc, minimum=minimum)
+
+
+def _i(default: float, doc: str) -> Any:
+    """A DRAMsim3 IDD current."""
+    return _p(float(default), "power", "power", "mA", doc, minimum=0.0)
+
+
+def _x(default: Any, unit: str, doc: str, **kw: Any) -> Any:
+    """One of our controller extensions (DRAMsim3 does not know it)."""
+    return _p(default, "controller", "diffmem", unit, doc, **kw)
+
+
+def _log2(n: int) -> int:
+    """DRAMsim3's LogBase2: floor(log2(n)), 0 for n <= 1."""
+    return n.bit_length() - 1 if n > 1 else 0
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+@dataclass
+class MemoryConfig:
+    """One memory system: organisation, timing, power and controller settings.
+
+    Fields hold values as given in the file (raw); DRAMsim3's derived values are properties.
+    The object stays editable; call :meth:`validate` (or use :meth:`replace`) after edits.
+    """
+
+    name: str = "unnamed"
+    # ---- organisation ------------------------------------------------------------------
+    protocol: str = _p("DDR3", "organisation", "dram_structure", "", "DRAM standard",
+                       choices=PROTOCOLS)
+    bankgroups: int = _p(2, "organisation", "dram_structure", "", "bank groups per rank",
+                         minimum=1, pow2=True)
+    banks_per_group: int = _p(2, "organisation", "dram_structure", "", "banks per bank group",
+                              minimum=1, pow2=True)
+    bankgroup_enable: bool = _p(True, "organisation", "dram_structure", "",
+                                "false folds all banks into one bank group (GDDR)")
+    rows: int = _p(1 << 16, "organisation", "dram_structure", "", "rows per bank",
+                   minimum=1, pow2=True)
+    columns: int = _p(1 << 10, "organisation", "dram_structure", "",
+                      "columns per row as in the file (GDDR: x BL, HBM: x 2 internally)",
+                      minimum=1, pow2=True)
+    device_width: int = _p(8, "organisation", "dram_structure", "bits", "data pins per device",
+                           minimum=1, pow2=True)
+    BL: int = _p(8, "organisation", "dram_structure", "beats",
+                 "burst length (0 = ideal bandwidth; HMC derives it from block_size)", minimum=0)
+    channels: int = _p(1, "organisation", "system", "", "independent channels",
+                       minimum=1, pow2=True)
+    bus_width: int = _p(64, "organisation", "system", "bits", "data bus width per channel",
+                        minimum=8, pow2=True)
+    channel_size: int = _p(1024, "organisation", "system", "MB",
+                           "requested capacity per channel (sets the number of ranks)", minimum=1)
+    address_mapping: str = _p("chrobabgraco", "organisation", "system", "",
+                              "six 2-letter fields (ch ra bg ba ro co), most significant first")
+    num_links: int = _p(4, "organisation", "hmc", "", "HMC links", minimum=1)
+    link_width: int = _p(16, "organisation", "hmc", "bits", "HMC link width", minimum=1)
+    link_speed: int = _p(15000, "organisation", "hmc", "MHz", "HMC link speed", minimum=1)
+    block_size: int = _p(64, "organisation", "hmc", "bytes", "HMC block size (sets BL)",
+                         minimum=1)
+    xbar_queue_depth: int = _p(16, "organisation", "hmc", "", "HMC crossbar queue depth",
+                               minimum=1)
+    # ---- timing ------------------------------------------------------------------------
+    tCK: float = _p(1.0, "timing", "timing", "ns", "clock period", minimum=0.0)
+    AL: int = _t(0, "additive latency")
+    CL: int = _t(12, "CAS (read) latency")
+    CWL: int = _t(12, "CAS write latency")
+    tCCD_L: int = _t(6, "column to column, same bank group")
+    tCCD_S: int = _t(4, "column to column, other bank group")
+    tRTRS: int = _t(2, "rank to rank switch / bus turnaround")
+    tRTP: int = _t(5, "READ to PRECHARGE")
+    tWTR_L: int = _t(5, "end of write data to READ, same bank group")
+    tWTR_S: int = _t(5, "end of write data to READ, other bank group")
+    tWR: int = _t(10, "write recovery: end of write data to PRECHARGE")
+    tRP: int = _t(10, "PRECHARGE to ACTIVATE")
+    tRRD_L: int = _t(4, "ACTIVATE to ACTIVATE, same bank group")
+    tRRD_S: int = _t(4, "ACTIVATE to ACTIVATE, other bank group")
+    tRAS: int = _t(24, "ACTIVATE to PRECHARGE")
+    tRCD: int = _t(10, "ACTIVATE to READ/WRITE (not GDDR/HBM)")
+    tRFC: int = _t(74, "all-bank REFRESH cycle time")
+    tRFCb: int = _t(20, "per-bank REFRESH cycle time")
+    tREFI: int = _t(7800, "average all-bank refresh interval", minimum=1)
+    tREFIb: int = _t(1950, "per-bank refresh interval", minimum=1)
+    tFAW: int = _t(50, "four-activate window")
+    t32AW: int = _t(330, "32-activate window (GDDR)")
+    tPPD: int = _t(0, "PRECHARGE to PRECHARGE (GDDR, LPDDR4)")
+    tRCDRD: int = _t(24, "ACTIVATE to READ (GDDR/HBM)")
+    tRCDWR: int = _t(20, "ACTIVATE to WRITE (GDDR/HBM)")
+    tCKE: int = _t(6, "CKE minimum pulse width (not modelled by DRAMsim3)")
+    tCKESR: int = _t(12, "self-refresh entry to exit")
+    tXS: int = _t(432, "self-refresh exit to next valid command")
+    tXP: int = _t(8, "power-down exit (not modelled by DRAMsim3)")
+    tRPRE: int = _t(1, "read preamble (not modelled by DRAMsim3)")
+    tWPRE: int = _t(1, "write preamble (not modelled by DRAMsim3)")
+    # ---- power -------------------------------------------------------------------------
+    VDD: float = _p(1.2, "power", "power", "V", "core supply voltage", minimum=0.0)
+    IDD0: float = _i(48, "one-bank ACTIVATE-PRECHARGE current")
+    IDD2P: float = _i(25, "precharge power-down current")
+    IDD2N: float = _i(34, "precharge standby current")
+    IDD3N: float = _i(43, "active standby current")
+    IDD4W: float = _i(123, "burst write current")
+    IDD4R: float = _i(135, "burst read current")
+    IDD5AB: float = _i(250, "all-bank refresh current")
+    IDD5PB: float = _i(5, "per-bank refresh current")
+    IDD6x: float = _i(31, "self-refresh current")
+    VDDQ: float | None = _p(None, "power", "power", "V", "I/O supply voltage for IO energy "
+                            "(unset: no IO energy, as DRAMsim3)", kind="float", minimum=0.0,
+                            dramsim3=False, optional=True)
+    # ---- controller (DRAMsim3 keys) ----------------------------------------------------
+    queue_structure: str = _p("PER_BANK", "controller", "system", "",
+                              "command queue per bank or per rank", choices=QUEUE_STRUCTURES)
+    row_buf_policy: str = _p("OPEN_PAGE", "controller", "system", "",
+                             "DRAMsim3 row-buffer policy", choices=ROW_BUF_POLICIES)
+    cmd_queue_size: int = _p(16, "controller", "system", "commands", "capacity of each command "
+                             "queue", minimum=1)
+    trans_queue_size: int = _p(32, "controller", "system", "requests",
+                               "read queue and write buffer capacity", minimum=1)
+    unified_queue: bool = _p(False, "controller", "system", "", "one queue for reads and writes")
+    write_buf_size: int = _p(16, "controller", "system", "requests",
+                             "parsed but unused by DRAMsim3", minimum=1)
+    refresh_policy: str = _p("RANK_LEVEL_STAGGERED", "controller", "system", "",
+                             "refresh scheme", choices=REFRESH_POLICIES)
+    enable_self_refresh: bool = _p(False, "controller", "system", "", "enter self refresh "
+                                   "when a rank idles")
+    sref_threshold: int = _p(1000, "controller", "system", "tCK", "idle cycles before self "
+                             "refresh", minimum=0)
+    hbm_dual_cmd: bool = _p(True, "controller", "dram_structure", "", "issue a row and a column "
+                            "command in one cycle (forced false unless HBM/HBM2)")
+    epoch_period: int = _p(100000, "controller", "other", "tCK", "statistics epoch length",
+                           minimum=1)
+    # ---- controller (our extensions; defaults reproduce DRAMsim3) -----------------------
+    scheduler: str = _x("dramsim3", "", "command scheduler", choices=SCHEDULERS)
+    page_policy: str = _x("open", "", "row policy (row_buf_policy CLOSE_PAGE means 'close')",
+                          choices=PAGE_POLICIES)
+    early_precharge_conflicts: int = _x(0, "requests", "pending conflicts that close a row "
+                                        "early (early_precharge)", minimum=0)
+    row_hit_cap: int = _x(4, "hits", "row hits served before a pending conflict may precharge",
+                          minimum=0)
+    write_high_watermark: int = _x(0, "requests", "start draining writes at this many "
+                                   "(0 = DRAMsim3: when the write buffer is full)", minimum=0)
+    write_low_watermark: int = _x(8, "requests", "drain when more than this many writes wait "
+                                  "and every command queue is empty", minimum=0)
+    write_priority_pct: float = _x(0.0, "%", "share of scheduling slots reserved for writes",
+                                   minimum=0.0, maximum=100.0)
+    parbs_marking_cap: int = _x(5, "requests", "PAR-BS batch marking cap per bank", minimum=1)
+    xor_bank_interleave: bool = _x(False, "", "XOR bank bits with low row bits")
+
+    def __post_init__(self) -> None:
+        if not self.is_hbm:      # DRAMsim3 allows dual issue on HBM only
+            self.hbm_dual_cmd = False
+        self._path: Path | None = None
+        self._lines: dict[str, int] = {}
+
+    # ---- provenance --------------------------------------------------------------------
+    @property
+    def source_path(self) -> Path | None:
+        """File this configuration was read from (None if built in code)."""
+        return self._path
+
+    @property
+    def source_lines(self) -> Mapping[str, int]:
+        """Field name -> line number in :attr:`source_path`, for values read from the file."""
+        return dict(self._lines)
+
+    def _attach(self, path: Path | None, lines: Mapping[str, int]) -> None:
+        self._path, self._lines = path, dict(lines)
+
+    # ---- protocol families -------------------------------------------------------------
+    @property
+    def is_gddr(self) -> bool:
+        return self.protocol in ("GDDR5", "GDDR5X", "GDDR6")
+
+    @property
+    def is_hbm(self) -> bool:
+        return self.protocol in ("HBM", "HBM2")
+
+    @property
+    def is_lpddr(self) -> bool:
+        return self.protocol in ("LPDDR", "LPDDR3", "LPDDR4")
+
+    @property
+    def is_hmc(self) -> bool:
+        return self.protocol == "HMC"
+
+    # ---- organisation (DRAMsim3 InitDRAMParams / CalculateSize) ------------------------
+    @property
+    def bankgroups_eff(self) -> int:
+        return self.bankgroups if self.bankgroup_enable else 1
+
+    @property
+    def banks_per_group_eff(self) -> int:
+        return self.banks_per_group if self.bankgroup_enable else (
+            self.banks_per_group * self.bankgroups)
+
+    @property
+    def banks(self) -> int:
+        return self.bankgroups_eff * self.banks_per_group_eff
+
+    @property
+    def _bl_raw(self) -> int:
+        """BL before the BL == 0 rule (HMC: block_size * 8 / device_width)."""
+        return self.block_size * 8 // self.device_width if self.is_hmc else self.BL
+
+    @property
+    def burst_cycle(self) -> int:
+        """Cycles of the data bus per burst: BL/2, GDDR5 BL/4, GDDR5X BL/8, GDDR6 BL/16."""
+        divisor = {"GDDR5": 4, "GDDR5X": 8, "GDDR6": 16}.get(self.protocol, 2)
+        return self._bl_raw // divisor
+
+    @property
+    def BL_eff(self) -> int:
+        """Burst length used for sizes: BL == 0 (ideal bandwidth) counts as 8 (HBM: 4)."""
+        bl = self._bl_raw
+        return bl if bl != 0 else (4 if self.is_hbm else 8)
+
+    @property
+    def columns_eff(self) -> int:
+        """Physical columns (device_width bits each): GDDR columns * BL, HBM columns * 2."""
+        if self.is_gddr:
+            return self.columns * self.BL_eff
+        return self.columns * 2 if self.is_hbm else self.columns
+
+    @property
+    def devices_per_rank(self) -> int:
+        return self.bus_width // self.device_width
+
+    @property
+    def page_size_bytes(self) -> int:
+        """Row size of one device in bytes (DRAMsim3's page_size; a rank's is x devices)."""
+        return self.columns_eff * self.device_width // 8
+
+    @property
+    def _megs_per_rank(self) -> int:
+        """Rank size in MB with DRAMsim3's integer arithmetic."""
+        megs_per_bank = self.page_size_bytes * (self.rows // 1024) // 1024
+        return megs_per_bank * self.banks * self.devices_per_rank
+
+    @property
+    def ranks(self) -> int:
+        """channel_size // rank size; 1 when one rank is already larger than channel_size."""
+        megs = self._megs_per_rank
+        return 1 if megs <= 0 or megs > self.channel_size else self.channel_size // megs
+
+    @property
+    def channel_size_eff(self) -> int:
+        """Channel capacity in MB that DRAMsim3 actually builds (ranks * rank size)."""
+        return self.ranks * self._megs_per_rank
+
+    @property
+    def capacity_bytes(self) -> int:
+        """Capacity of all channels in bytes."""
+        return (self.channels * self.ranks * self.devices_per_rank * self.banks * self.rows
+                * self.page_size_bytes)
+
+    # ---- address mapping (DRAMsim3 SetAddressMapping) ----------------------------------
+    @property
+    def request_size_bytes(self) -> int:
+        return self.bus_width // 8 * self.BL_eff
+
+    @property
+    def shift_bits(self) -> int:
+        return _log2(self.request_size_bytes)
+
+    @property
+    def field_widths(self) -> dict[str, int]:
+        return {"ch": _log2(self.channels), "ra": _log2(self.ranks),
+                "bg": _log2(self.bankgroups_eff), "ba": _log2(self.banks_per_group_eff),
+                "ro": _log2(self.rows), "co": _log2(self.columns_eff) - _log2(self.BL_eff)}
+
+    @property
+    def field_positions(self) -> dict[str, int]:
+        """Bit position of each field after the low shift_bits are dropped."""
+        widths, pos, out = self.field_widths, 0, {}
+        for i in range(len(self.address_mapping) - 2, -1, -2):
+            token = self.address_mapping[i:i + 2]
+            out[token] = pos
+            pos += widths.get(token, 0)
+        return {k: out[k] for k in ADDRESS_FIELDS if k in out}
+
+    @property
+    def field_masks(self) -> dict[str, int]:
+        return {k: (1 << max(w, 0)) - 1 for k, w in self.field_widths.items()}
+
+    # ---- timing (DRAMsim3 InitTimingParams) --------------------------------------------
+    @property
+    def RL(self) -> int:
+        return self.AL + self.CL
+
+    @property
+    def WL(self) -> int:
+        return self.AL + self.CWL
+
+    @property
+    def read_delay(self) -> int:
+        return self.RL + self.burst_cycle
+
+    @property
+    def write_delay(self) -> int:
+        return self.WL + self.burst_cycle
+
+    @property
+    def tRC(self) -> int:
+        """tRAS + tRP (DRAMsim3 never reads tRC from the file)."""
+        return self.tRAS + self.tRP
+
+    # ---- power (DRAMsim3 InitPowerParams) ----------------------------------------------
+    @property
+    def energy_increments(self) -> dict[str, float]:
+        """DRAMsim3's energy increments, in its units (V x mA x cycles, i.e. pJ only if
+        tCK = 1 ns): per command act, read, write, ref, refb; per rank-cycle act_stb,
+        pre_stb, pre_pd, sref."""
+        k = self.VDD * self.devices_per_rank
+        return {"act": k * (self.IDD0 * self.tRC - (self.IDD3N * self.tRAS
+                                                    + self.IDD2N * self.tRP)),
+                "read": k * (self.IDD4R - self.IDD3N) * self.burst_cycle,
+                "write": k * (self.IDD4W - self.IDD3N) * self.burst_cycle,
+                "ref": k * (self.IDD5AB - self.IDD3N) * self.tRFC,
+                "refb": k * (self.IDD5PB - self.IDD3N) * self.tRFCb,
+                "act_stb": k * self.IDD3N, "pre_stb": k * self.IDD2N,
+                "pre_pd": k * self.IDD2P, "sref": k * self.IDD6x}
+
+    # ---- validation --------------------------------------------------------------------
+    def _error(self, key: str, message: str) -> ConfigError:
+        return ConfigError(message, path=self._path, line=self._lines.get(key), key=key)
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (naming file, line and key) if anything is inconsistent."""
+        if not isinstance(self.name, str):
+            raise self._error("name", f"name = {self.name!r}: expected a string")
+        for spec in PARAMETERS:
+            _check_value(spec, getattr(self, spec.name), self._error)
+        if self.BL != 0 and not _is_pow2(self.BL):
+            raise self._error("BL", f"BL = {self.BL}: expected 0 or a power of two")
+        if self.tCK <= 0:
+            raise self._error("tCK", f"tCK = {self.tCK}: expected a positive clock period in ns")
+        tokens = [self.address_mapping[i:i + 2] for i in range(0, len(self.address_mapping), 2)]
+        if len(self.address_mapping) != 12 or sorted(tokens) != sorted(ADDRESS_FIELDS):
+            raise self._error("address_mapping", f"address_mapping = {self.address_mapping}: "
+                              "expected 12 characters made of ch ra bg ba ro co, each exactly "
+                              "once (e.g. rochrababgco)")
+        if self.bus_width % self.device_width:
+            raise self._error("bus_width", f"bus_width = {self.bus_width}: expected a multiple "
+                              f"of device_width ({self.device_width})")
+        if self.is_hmc and not _is_pow2(self._bl_raw):
+            raise self._error("block_size", f"block_size = {self.block_size}: expected "
+                              "block_size * 8 / device_width to be a power of two (HMC burst)")
+        if self.field_widths["co"] < 0:
+            raise self._error("columns", f"columns = {self.columns}: fewer columns than one "
+                              f"burst (BL {self.BL_eff})")
+        if self._megs_per_rank < 1:
+            raise self._error("rows", f"rows = {self.rows}: a rank of this geometry is smaller "
+                              "than 1 MB, which DRAMsim3 cannot size")
+        if not _is_pow2(self.ranks):
+            raise self._error("channel_size", f"channel_size = {self.channel_size}: gives "
+                              f"{self.ranks} ranks of {self._megs_per_rank} MB; expected a "
+                              "power-of-two number of ranks")
+        if (self.row_buf_policy == "CLOSE_PAGE") != (self.page_policy == "close"):
+            raise self._error("page_policy", f"page_policy = {self.page_policy}: conflicts with "
+                              f"row_buf_policy = {self.row_buf_policy} (CLOSE_PAGE goes with "
+                              "page_policy 'close' and only with it)")
+        if self.write_high_watermark > self.trans_queue_size:
+            raise self._error("write_high_watermark", f"write_high_watermark = "
+                              f"{self.write_high_watermark}: expected at most "
+                              f"trans_queue_size ({self.trans_queue_size})")
+        if 0 < self.write_high_watermark <= self.write_low_watermark:
+            raise self._error("write_high_watermark", f"write_high_watermark = "
+                              f"{self.write_high_watermark}: expected more than "
+                              f"write_low_watermark ({self.write_low_watermark}), or 0")
+
+    # ---- conversions -------------------------------------------------------------------
+    def replace(self, **changes: Any) -> MemoryConfig:
+        """A validated copy with some fields changed."""
+        known = {"name", *PARAM_BY_NAME}
+        for key in changes:
+            if key not in known:
+                raise ConfigError(f"unknown parameter{_suggest(key, known)}", key=key)
+        new = dataclasses.replace(self, **changes)
+        new._attach(self._path, {k: v for k, v in self._lines.items() if k not in changes})
+        new.validate()
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict of every field."""
+        return {"name": self.name, **{s.name: getattr(self, s.name) for s in PARAMETERS}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryConfig:
+        """Inverse of :meth:`to_dict` (missing keys take their defaults); validated."""
+        values = dict(data)
+        name = values.pop("name", "unnamed")
+        for key, value in values.items():
+            spec = PARAM_BY_NAME.get(key)
+            if spec is None:
+                raise ConfigError(f"unknown parameter{_suggest(key, PARAM_BY_NAME)}", key=key)
+            values[key] = _coerce(spec, value, lambda k, m: ConfigError(m, key=k))
+        return _build(name, values, None, {})
+
+
+PARAMETERS: list[ParamSpec] = [
+    ParamSpec(name=f.name, default=f.default, **f.metadata["spec"])
+    for f in dataclasses.fields(MemoryConfig) if "spec" in f.metadata]
+PARAM_BY_NAME: dict[str, ParamSpec] = {s.name: s for s in PARAMETERS}
+_BY_INI_KEY: dict[tuple[str, str], ParamSpec] = {(s.ini_section, s.name.lower()): s
+                                                 for s in PARAMETERS}
+
+
+def _suggest(key: str, names: Any) -> str:
+    """' (did you mean ...?)' for a misspelt key, or ''."""
+    close = difflib.get_close_matches(key, list(names), n=3)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def _check_value(spec: ParamSpec, value: Any, error: _ErrorFactory) -> None:
+    """Check one field's type and range; *error(key, message)* builds the exception."""
+    shown = f"{spec.name} = {value!r}"
+    if value is None and spec.optional:
+        return
+    ok = {"int": isinstance(value, int) and not isinstance(value, bool),
+          "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+          "bool": isinstance(value, bool), "str": isinstance(value, str)}[spec.kind]
+    if ok and spec.kind == "float" and not math.isfinite(value):
+        raise error(spec.name, f"{shown}: expected a finite number")
+    if not ok:
+        article = "an" if spec.kind == "int" else "a"
+        raise error(spec.name, f"{shown}: expected {article} {spec.kind}")
+    if spec.choices and value not in spec.choices:
+        raise error(spec.name, f"{shown}: expected one of {', '.join(spec.choices)}")
+    if spec.minimum is not None and value < spec.minimum:
+        what = "a non-negative value" if spec.minimum == 0 else f"at least {spec.minimum:g}"
+        raise error(spec.name, f"{shown}: expected {what}" + (
+            f" ({spec.unit})" if spec.unit else ""))
+    if spec.maximum is not None and value > spec.maximum:
+        raise error(spec.name, f"{shown}: expected at most {spec.maximum:g}")
+    if spec.power_of_two and not _is_pow2(value):
+        raise error(spec.name, f"{spec.name} = {value}: expected a power of two")
+
+
+def _coerce(spec: ParamSpec, value: Any, error: _ErrorFactory) -> Any:
+    """Type-check a value from TOML/JSON (ints are accepted for float fields)."""
+    if spec.kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not (value is None and spec.optional):
+        _check_value(dataclasses.replace(spec, choices=(), minimum=None, maximum=None,
+                                         power_of_two=False), value, error)
+    return value
+
+
+def _build(name: str, values: dict[str, Any], path: Path | None,
+           lines: Mapping[str, int]) -> MemoryConfig:
+    """Construct, attach provenance, validate: the common tail of every loader."""
+    if "page_policy" not in values and values.get("row_buf_policy") == "CLOSE_PAGE":
+        values["page_policy"] = "close"
+    cfg = MemoryConfig(name=name, **values)
+    cfg._attach(path, lines)
+    cfg.validate()
+    if cfg._megs_per_rank > cfg.channel_size:
+        log.warning("%s: channel_size = %d MB is smaller than one rank (%d MB); using 1 rank of "
+                    "%d MB, as DRAMsim3 does", path or name, cfg.channel_size,
+                    cfg._megs_per_rank, cfg._megs_per_rank)
+    return cfg
+
+
+# ==== DRAMsim3 .ini ===================================================================
+_INT_RE = re.compile(r"[+-]?(?:0[xX][0-9a-fA-F]+|\d+)")
+_FLOAT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_KEY_VALUE_RE = re.compile(r"([^=:]+?)\s*[=:]\s*(.*)$")
+
+
+def _read_ini(path: Path) -> list[tuple[str, str, str, int]]:
+    """(section, key, value, line) for every assignment; sections lower-cased as inih does."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the file: {exc}", path=path) from exc
+    section, entries, seen = "", [], {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        stripped = re.split(r"[;#]", raw, maxsplit=1)[0].strip()
+        if not stripped:
+            continue
+        if stripped.startswith("["):
+            end = stripped.find("]")
+            if end < 0:
+                raise ConfigError(f"{stripped}: expected ']' closing the section name",
+                                  path=path, line=lineno)
+            section = stripped[1:end].strip().lower()
+            continue
+        match = _KEY_VALUE_RE.match(stripped)
+        if not match:
+            raise ConfigError(f"{stripped!r}: expected 'key = value'", path=path, line=lineno)
+        key, value = match.group(1).strip(), match.group(2).strip()
+        if (section, key.lower()) in seen:
+            raise ConfigError(f"duplicate key (first set on line {seen[section, key.lower()]})",
+                              path=path, line=lineno, key=key)
+        seen[section, key.lower()] = lineno
+        entries.append((section, key, value, lineno))
+    return entries
+
+
+def _parse_ini_value(spec: ParamSpec, key: str, text: str, strict: bool, path: Path,
+                     line: int) -> Any:
+    """Convert one ini value; a number followed by a space and text (e.g. ``0.666 (1/1.5)``)
+    is read as DRAMsim3's strtol/strtod would, with a warning (an error if *strict*)."""
+    def fail(expected: str) -> ConfigError:
+        return ConfigError(f"{key} = {text}: expected {expected}", path=path, line=line, key=key)
+
+    if spec.kind == "bool":
+        if text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise fail("true or false")
+    if spec.kind == "str":
+        if not text:
+            raise fail("a value")
+        return text
+    pattern, expected = (_INT_RE, "an integer") if spec.kind == "int" else (_FLOAT_RE, "a number")
+    match = pattern.match(text)
+    if not match or (match.end() < len(text) and not text[match.end()].isspace()):
+        raise fail(expected)
+    token = match.group(0)
+    if match.end() < len(text):
+        if strict:
+            raise fail(f"{expected} and nothing after it")
+        log.warning("%s:%d: %s = %s: text after the number ignored (DRAMsim3 reads %s)",
+                    path, line, key, text, token)
+    if spec.kind == "float":
+        return float(token)
+    return int(token, 16) if "x" in token.lower() else int(token, 10)
+
+
+def load_ini(path: str | os.PathLike[str], *, strict: bool = False) -> MemoryConfig:
+    """Read a DRAMsim3 ``.ini`` file; missing keys take DRAMsim3's defaults, name = file stem.
+
+    Keys are case-insensitive (as in DRAMsim3's inih reader); ``;`` and ``#`` start comments.
+    Keys DRAMsim3 reads but we do not model, the ``[thermal]`` section and the datasheet keys
+    found in DRAMsim3's shipped configs are ignored (debug log). Any other unknown key or
+    section is a warning, or a :class:`ConfigError` if *strict*.
+    """
+    path = Path(path)
+    values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    present: set[str] = set()
+    for section, key, text, line in _read_ini(path):
+        low = key.lower()
+        present.add(low)
+        spec = _BY_INI_KEY.get((section, low))
+        if spec is not None and not text and spec.kind != "str" and not strict:
+            log.warning("%s:%d: key '%s' has no value; using DRAMsim3's default %s", path, line,
+                        key, spec.default)
+        elif spec is not None:
+            values[spec.name] = _parse_ini_value(spec, key, text, strict, path, line)
+            lines[spec.name] = line
+        elif (section == "thermal" or low in _DRAMSIM3_UNMODELLED.get(section, ())
+              or low in _DATASHEET_KEYS.get(section, ())):
+            log.debug("%s:%d: [%s] %s not used by DiffMem Studio; ignored", path, line, section,
+                      key)
+        else:
+            if section not in _INI_SECTIONS:
+                message = f"unknown section [{section}]" if section else "key outside a section"
+            elif low == "trc":
+                message = "tRC cannot be set: it is derived as tRAS + tRP"
+            else:
+                names = [s.name for s in PARAMETERS if s.ini_section == section]
+                message = f"unknown key in [{section}]{_suggest(key, names)}"
+            if strict:
+                raise ConfigError(message, path=path, line=line, key=key)
+            log.warning("%s:%d: key '%s': %s; ignored", path, line, key, message)
+    for shadow, real in (("tRTP_L", "tRTP"), ("REFI", "tREFI")):
+        if shadow.lower() in present and real not in values:
+            log.info("%s: %s is not read by DRAMsim3 and %s is missing: using %s = %s",
+                     path, shadow, real, real, PARAM_BY_NAME[real].default)
+    return _build(path.stem, values, path, lines)
+
+
+def _ini_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
+def dump_ini(cfg: MemoryConfig, path: str | os.PathLike[str]) -> None:
+    """Write *cfg* as a DRAMsim3-readable ``.ini`` (atomically).
+
+    Our extensions and VDDQ are written too (``[diffmem]`` / ``[power]``); DRAMsim3 ignores
+    them, :func:`load_ini` reads them back.
+    """
+    out = [f"; DRAMsim3 configuration '{cfg.name}', written by DiffMem Studio.",
+           "; Timing in cycles of tCK; tRC is derived by DRAMsim3 as tRAS + tRP.", ""]
+    for section in _INI_SECTIONS:
+        specs = [s for s in PARAMETERS if s.ini_section == section]
+        if section == "hmc" and not cfg.is_hmc and all(
+                getattr(cfg, s.name) == s.default for s in specs):
+            continue
+        out.append(f"[{section}]")
+        if section == "diffmem":
+            out.append("; DiffMem Studio controller extensions (not read by DRAMsim3)")
+        out += [f"{s.name} = {_ini_text(getattr(cfg, s.name))}" for s in specs
+                if getattr(cfg, s.name) is not None]
+        out.append("")
+    _atomic_write(Path(path), "\n".join(out))
+
+
+# ==== our TOML presets ================================================================
+def list_presets() -> list[str]:
+    """Names of the shipped presets (files in :data:`PRESET_DIR`)."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def _preset_path(name_or_path: str | os.PathLike[str]) -> Path:
+    path = Path(name_or_path)
+    if path.suffix.lower() == ".toml" or path.is_file():
+        if not path.is_file():
+            raise ConfigError("file not found", path=path)
+        return path
+    candidate = PRESET_DIR / f"{name_or_path}.toml"
+    if not candidate.is_file():
+        raise ConfigError(f"no preset named '{name_or_path}'; available: "
+                          f"{', '.join(list_presets()) or 'none'}")
+    return candidate
+
+
+def _toml_key_lines(text: str) -> dict[tuple[str, str], int]:
+    """(section, key) -> line number, for error messages (tomllib keeps no positions)."""
+    section, out = "", {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        header = re.match(r"\s*\[\s*([^\]\s]+)\s*\]", raw)
+        if header:
+            section = header.group(1)
+            continue
+        key = re.match(r"\s*([A-Za-z0-9_-]+)\s*=", raw)
+        if key:
+            out.setdefault((section, key.group(1)), lineno)
+    return out
+
+
+def load_preset(name_or_path: str | os.PathLike[str], *, strict: bool = True) -> MemoryConfig:
+    """Read a preset by name (``"DDR4-3200"``) or from a ``.toml`` path.
+
+    Unknown keys, or keys in the wrong section, raise :class:`ConfigError` (a warning if not
+    *strict*). Missing keys take DRAMsim3's defaults.
+    """
+    path = _preset_path(name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the file: {exc}", path=path) from exc
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"line (\d+)", str(exc))
+        raise ConfigError(f"not valid TOML: {exc}", path=path,
+                          line=int(found.group(1)) if found else None) from exc
+    key_lines = _toml_key_lines(text)
+    name = data.pop("name", path.stem)
+    if not isinstance(name, str):
+        raise ConfigError(f"name = {name!r}: expected a string", path=path,
+                          line=key_lines.get(("", "name")), key="name")
+    values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    for section, table in data.items():
+        if section not in SECTIONS or not isinstance(table, dict):
+            table, section = {section: table}, ""
+        for key, value in table.items():
+            line = key_lines.get((section, key))
+            spec = PARAM_BY_NAME.get(key)
+            if spec is None or spec.section != section:
+                message = (f"unknown key{_suggest(key, PARAM_BY_NAME)}" if spec is None
+                           else f"belongs in [{spec.section}], found in [{section or 'top'}]")
+                if strict:
+                    raise ConfigError(message, path=path, line=line, key=key)
+                log.warning("%s:%s: key '%s': %s; ignored", path, line, key, message)
+                continue
+            values[key] = _coerce(spec, value, lambda k, m, ln=line: ConfigError(
+                m, path=path, line=ln, key=k))
+            if line is not None:
+                lines[key] = line
+    return _build(name, values, path, lines)
+
+
+def _toml_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    escaped = []
+    for ch in str(value):
+        if ch in '"\\':
+            escaped.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            escaped.append(f"\\u{ord(ch):04x}")
+        else:
+            escaped.append(ch)
+    return '"' + "".join(escaped) + '"'
+
+
+def save_preset(cfg: MemoryConfig, path: str | os.PathLike[str], *, header: str = "",
+                sources: Mapping[str, str] | None = None) -> None:
+    """Write *cfg* in our TOML preset format (atomically).
+
+    *header* becomes a comment block at the top (say where the values come from); *sources*
+    maps field names to a short provenance note appended to that value's comment.
+    """
+    sources = sources or {}
+    out = [f"# {ln}".rstrip() for ln in header.splitlines()]
+    out += ["# Units: timing in DRAM clock cycles (tCK) unless noted, currents in mA, "
+            "voltages in V.", "", f"name = {_toml_text(cfg.name)}"]
+    for section in SECTIONS:
+        out += ["", f"[{section}]"]
+        for spec in (s for s in PARAMETERS if s.section == section):
+            value = getattr(cfg, spec.name)
+            if spec.ini_section == "hmc" and not cfg.is_hmc and value == spec.default:
+                continue
+            notes = " | ".join(n for n in (spec.unit, spec.doc, sources.get(spec.name)) if n)
+            if value is None:
+                out.append(f"# {spec.name} = (unset)".ljust(30) + f"  # {notes}")
+            else:
+                out.append(f"{spec.name} = {_toml_text(value)}".ljust(30) + f"  # {notes}")
+    _atomic_write(Path(path), "\n".join(out) + "\n")
+
+
+def load_config(spec: str | os.PathLike[str]) -> MemoryConfig:
+    """A preset name (``"DDR4-3200"``), a ``.toml`` preset path or a DRAMsim3 ``.ini`` path."""
+    suffix = Path(spec).suffix.lower()
+    if suffix == ".ini":
+        return load_ini(spec)
+    return load_preset(spec)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder, fsync, os.replace, fsync the folder."""
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:        # e.g. Windows: folders cannot be opened
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

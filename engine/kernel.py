@@ -1,0 +1,1026 @@
+"""The numba core: one memory system (all channels), advanced cycle by cycle, skipping idle time.
+
+Everything here is plain arrays and integers (structure of arrays). `engine.simulator` owns the
+arrays, feeds request chunks in, and turns the counters into statistics.
+
+Order of one cycle t, as DRAMsim3 does it (NOTES.md §2), so results compare cycle for cycle:
+
+1. completions due at t are returned (reads done, writes done);
+2. every channel's controller ticks:
+   a. refresh bookkeeping (a refresh becomes due every refresh interval);
+   b. one command is chosen: a pending refresh's PRECHARGE/REFRESH first, else the scheduler's
+      pick among the command queues; HBM may issue a second one (row + column pair);
+   c. rank power states are counted (active if any bank open, else precharged-idle);
+   d. at most one transaction moves from the read queue / write buffer into a command queue;
+3. the front end offers the next trace request (at most one a cycle, in order; it waits while
+   the target channel's queue is full) and the controller records it as added at cycle t + 1.
+
+When a cycle changes nothing (no command, no transaction moved, no request accepted), the
+kernel jumps to the earliest cycle at which something can change: a command becoming legal,
+a refresh falling due, the next request's arrival, a completion, or the caller's stop cycle.
+Each command queue keeps a lower bound of the cycle at which any of its entries can be ready,
+valid until its content or its bank's state changes, so busy cycles skip waiting banks cheaply.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine.timing import (ACT, NCMD, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB,
+                           SAME_BANK, SAME_BG, SAME_RANK, WR, WRP)
+
+INF = np.int64(1) << np.int64(62)
+
+# ---- configuration vector P (int64) ------------------------------------------------------
+(P_CHANNELS, P_RANKS, P_BGS, P_BPG, P_BANKS, P_NQ, P_CQ_SIZE, P_TQ_SIZE, P_UNIFIED,
+ P_PER_RANK_Q, P_REF_POLICY, P_REF_INTERVAL, P_TFAW, P_T32AW, P_IS_GDDR, P_DUAL_CMD,
+ P_READ_DELAY, P_WRITE_DELAY, P_SHIFT, P_CH_POS, P_CH_MASK, P_RA_POS, P_RA_MASK, P_BG_POS,
+ P_BG_MASK, P_BA_POS, P_BA_MASK, P_RO_POS, P_RO_MASK, P_CO_POS, P_CO_MASK, P_ROW_HIT_CAP,
+ P_SCHED, P_PAGE, P_EP_N, P_WR_HIGH, P_WR_LOW, P_PARBS_CAP, P_XOR, P_TRACK_IDS,
+ P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG) = range(43)
+NP = 43
+
+SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS = range(4)
+PAGE_OPEN, PAGE_CLOSE, PAGE_OPEN_ADAPTIVE, PAGE_EARLY_PRE = range(4)
+REF_RANK_STAGGERED, REF_RANK_SIMULTANEOUS, REF_BANK_STAGGERED = range(3)
+
+# ---- per-channel scalar state CS[ch, k] --------------------------------------------------
+(CS_QIDX, CS_WDRAIN, CS_INREF, CS_REFQ_HEAD, CS_REFQ_N, CS_REF_RANK, CS_REF_BG, CS_REF_BANK,
+ CS_PR_FREE, CS_PW_FREE, CS_NMARKED, CS_SEQ) = range(12)
+NCS = 12
+REFQ_CAP = 64
+
+# ---- per-channel counters C[ch, k] --------------------------------------------------------
+(C_READ_CMDS, C_WRITE_CMDS, C_READ_HITS, C_WRITE_HITS, C_ACT, C_PRE, C_ONDEMAND_PRE, C_REF,
+ C_REFB, C_DUAL, C_READS_DONE, C_WRITES_DONE, C_READS_ACCEPTED, C_WRITES_ACCEPTED,
+ C_READ_LAT_SUM, C_WRITE_LAT_SUM, C_WRITE_LAT_N, C_WBUF_HITS, C_READ_MERGES, C_WRITE_MERGES,
+ C_ROW_MISSES, C_ROW_CONFLICTS, C_REF_PRE) = range(23)
+NC = 23
+
+# ---- per-bank counters BK[ch, bank, k] (bank = rank*banks + bg*bpg + ba) -----------------
+(BK_ACT, BK_ACT_CONFLICT, BK_PRE, BK_RD, BK_WR, BK_HITS, BK_MISSES, BK_CONFLICTS,
+ BK_OPEN_CYCLES, BK_REFB) = range(10)
+NBK = 10
+
+# ---- per-rank counters RK[ch, rank, k] ------------------------------------------------------
+RK_ACTIVE, RK_IDLE, RK_SREF, RK_REF = range(4)
+NRK = 4
+
+# ---- global scalars G[k] ---------------------------------------------------------------------
+(G_CLK, G_POS, G_FRONT_DONE, G_ACCEPTED, G_COMPLETED, G_FINISHED, G_NUM_CYCLES,
+ G_RING_R_HEAD, G_RING_R_N, G_RING_F_HEAD, G_RING_F_N, G_NCOMP_OUT, G_LAST_ACCEPT,
+ G_PHANTOM_DONE, G_PHANTOM_ADDED, G_FRONT_LAG_SUM, G_NLOG, G_LAST_COMPLETE) = range(18)
+NG = 18
+LOG_COLS = 8   # command log: cycle, command, channel, rank, bankgroup, bank, row, column
+
+SEQ_MASK = (1 << 40) - 1   # arrival sequence numbers, for age comparisons
+NSRC = 64               # request sources (trace files / cores) PAR-BS tells apart
+RING = 1 << 16          # completion rings (reads from DRAM; posted/forwarded completions)
+HASH_BUCKETS = 1024     # per channel, for the pending read / write maps
+
+# kernel return codes
+NEED_INPUT, FINISHED, PAUSED = 0, 1, 2
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _hash(addr):
+    h = (addr >> 6) ^ (addr >> 16) ^ (addr >> 27)
+    return h & (HASH_BUCKETS - 1)
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _decode(P, addr):
+    """DRAMsim3 address mapping (plus optional XOR bank interleave) -> fields."""
+    a = addr >> P[P_SHIFT]
+    ch = (a >> P[P_CH_POS]) & P[P_CH_MASK]
+    ra = (a >> P[P_RA_POS]) & P[P_RA_MASK]
+    bg = (a >> P[P_BG_POS]) & P[P_BG_MASK]
+    ba = (a >> P[P_BA_POS]) & P[P_BA_MASK]
+    ro = (a >> P[P_RO_POS]) & P[P_RO_MASK]
+    co = (a >> P[P_CO_POS]) & P[P_CO_MASK]
+    if P[P_XOR] != 0:
+        ba = ba ^ (ro & P[P_BA_MASK])
+        nba = 0
+        m = P[P_BA_MASK]
+        while m > 0:
+            nba += 1
+            m >>= 1
+        bg = bg ^ ((ro >> nba) & P[P_BG_MASK])
+    return ch, ra, bg, ba, ro, co
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _count_pending(head, nxt, paddr, ch, addr):
+    n = 0
+    i = head[ch, _hash(addr)]
+    while i >= 0:
+        if paddr[ch, i] == addr:
+            n += 1
+        i = nxt[ch, i]
+    return n
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _insert_pending(CS, free_slot, head, nxt, paddr, padded, pid, ch, addr, added, rid):
+    i = CS[ch, free_slot]
+    if i < 0:
+        return False
+    CS[ch, free_slot] = nxt[ch, i]
+    h = _hash(addr)
+    paddr[ch, i] = addr
+    padded[ch, i] = added
+    pid[ch, i] = rid
+    nxt[ch, i] = head[ch, h]
+    head[ch, h] = i
+    return True
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _ring_push(G, ring_t, ring_code, ring_lat, head_k, n_k, t, code, lat):
+    """Queue a completion at cycle t; code = (request id << 8) | (channel << 1) | is_write."""
+    n = G[n_k]
+    if n >= RING:
+        return False
+    j = (G[head_k] + n) & (RING - 1)
+    ring_t[j] = t
+    ring_code[j] = code
+    ring_lat[j] = lat
+    G[n_k] = n + 1
+    return True
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _bank_ready_time(P, b_state, b_row, b_timing, faw, faw_n, aw32, aw32_n, ch, rank, bidx,
+                     row, ctype):
+    """(required command, earliest cycle) for a queued column command of the given row."""
+    if b_state[ch, bidx] == 1:
+        if b_row[ch, bidx] == row:
+            return ctype, b_timing[ch, bidx, ctype]
+        return PRE, b_timing[ch, bidx, PRE]
+    t = b_timing[ch, bidx, ACT]
+    # activation windows: tFAW (4 ACTs) and, for GDDR, t32AW (32 ACTs)
+    if faw_n[ch, rank] >= 4:
+        if faw[ch, rank, 0] > t:
+            t = faw[ch, rank, 0]
+    if P[P_IS_GDDR] != 0 and aw32_n[ch, rank] >= 32:
+        if aw32[ch, rank, 0] > t:
+            t = aw32[ch, rank, 0]
+    return ACT, t
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, q, k, bidx, count):
+    """DRAMsim3's ArbitratePrecharge: may the entry k of queue q close its bank's open row?"""
+    for j in range(k):
+        if cq_bank[ch, q, j] == bidx:
+            return False
+    open_row = b_row[ch, bidx]
+    pending_hit = False
+    for j in range(k, cq_n[ch, q]):
+        if cq_bank[ch, q, j] == bidx and cq_row[ch, q, j] == open_row:
+            pending_hit = True
+            break
+    if (not pending_hit) or b_hits[ch, bidx] >= P[P_ROW_HIT_CAP]:
+        if count:
+            C[ch, C_ONDEMAND_PRE] += 1
+        return True
+    return False
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _rw_dependency(cq_n, cq_type, cq_bank, cq_row, cq_col, ch, q, k):
+    """A write may not pass an older read of the same bank, row and column."""
+    for j in range(k):
+        t = cq_type[ch, q, j]
+        if (t == RD or t == RDP) and cq_bank[ch, q, j] == cq_bank[ch, q, k] \
+                and cq_row[ch, q, j] == cq_row[ch, q, k] and cq_col[ch, q, j] == cq_col[ch, q, k]:
+            return True
+    return False
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
+                 cq_n, cq_type, cq_bank, cq_rank, cq_row, cq_col, ch, q, k, t, count):
+    """Is the next command for queue entry k ready at t? -> (ready, cmd type, earliest time)."""
+    bidx = cq_bank[ch, q, k]
+    ctype = cq_type[ch, q, k]
+    need, tr = _bank_ready_time(P, b_state, b_row, b_timing, faw, faw_n, aw32, aw32_n, ch,
+                                cq_rank[ch, q, k], bidx, cq_row[ch, q, k], ctype)
+    if need == PRE:
+        if not _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, q, k,
+                                    bidx, count and tr <= t):
+            return False, need, INF
+    elif need == WR or need == WRP:
+        if _rw_dependency(cq_n, cq_type, cq_bank, cq_row, cq_col, ch, q, k):
+            return False, need, INF
+    return tr <= t, need, tr
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _queue_skipped_for_refresh(P, CS, refq, ch, q):
+    if CS[ch, CS_INREF] == 0:
+        return False
+    j = CS[ch, CS_REFQ_HEAD]
+    rtype = refq[ch, j, 0]
+    rank = refq[ch, j, 1]
+    if rtype == REF:
+        if P[P_PER_RANK_Q] != 0:
+            return q == rank
+        return q // P[P_BANKS] == rank
+    if P[P_PER_RANK_Q] != 0:
+        return q == rank
+    return q == rank * P[P_BANKS] + refq[ch, j, 2] * P[P_BPG] + refq[ch, j, 3]
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
+                   cq_n, cq_type, cq_bank, cq_rank, cq_row, cq_col, q_lb, ch, t):
+    """DRAMsim3's GetCommandToIssue: round robin over queues, first ready entry oldest-first."""
+    nq = P[P_NQ]
+    for _i in range(nq):
+        qi = CS[ch, CS_QIDX] + 1
+        if qi == nq:
+            qi = 0
+        CS[ch, CS_QIDX] = qi
+        if _queue_skipped_for_refresh(P, CS, refq, ch, qi):
+            continue
+        if q_lb[ch, qi] > t:
+            continue
+        lb = INF
+        for k in range(cq_n[ch, qi]):
+            ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
+                                        aw32, aw32_n, cq_n, cq_type, cq_bank, cq_rank, cq_row,
+                                        cq_col, ch, qi, k, t, True)
+            if ok:
+                return qi, k, need
+            if tr < lb:
+                lb = tr
+        q_lb[ch, qi] = lb
+    return -1, -1, -1
+
+
+@njit(cache=True, _nrt=False)
+def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
+                   cq_n, cq_type, cq_bank, cq_rank, cq_row, cq_col, cq_seq, cq_mark, cq_src,
+                   src_rank, q_lb, ch, t):
+    """FCFS, FR-FCFS and PAR-BS: the best ready command over all queues of the channel.
+
+    FCFS: only each queue's oldest entry may proceed; the oldest ready one wins.
+    FR-FCFS: column commands to open rows (row hits) first, then the oldest.
+    PAR-BS (Mutlu & Moscibroda, ISCA 2008): marked (batched) requests first, then row hits,
+    then the thread ranked first (shortest job first), then the oldest.
+    """
+    sched = P[P_SCHED]
+    best_q = -1
+    best_k = -1
+    best_need = -1
+    best_key = INF
+    for q in range(P[P_NQ]):
+        if _queue_skipped_for_refresh(P, CS, refq, ch, q):
+            continue
+        if q_lb[ch, q] > t:
+            continue
+        lb = INF
+        n = cq_n[ch, q]
+        if sched == SCHED_FCFS and n > 1:
+            n = 1
+        for k in range(n):
+            ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
+                                        aw32, aw32_n, cq_n, cq_type, cq_bank, cq_rank, cq_row,
+                                        cq_col, ch, q, k, t, False)
+            if tr < lb:
+                lb = tr
+            if not ok:
+                continue
+            seq = cq_seq[ch, q, k] & SEQ_MASK
+            nonhit = 0 if need == cq_type[ch, q, k] else 1
+            if sched == SCHED_FCFS:
+                key = seq
+            elif sched == SCHED_FRFCFS:
+                key = nonhit * (SEQ_MASK + 1) + seq
+            else:
+                unmarked = 1 - cq_mark[ch, q, k]
+                rank = src_rank[ch, cq_src[ch, q, k] % NSRC]
+                key = (((unmarked * 2 + nonhit) * 256) + rank) * (SEQ_MASK + 1) + seq
+            if key < best_key:
+                best_key = key
+                best_q = q
+                best_k = k
+                best_need = need
+        q_lb[ch, q] = lb
+    if best_q >= 0 and best_need == PRE:
+        # count the on-demand precharge as DRAMsim3 does
+        _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, best_q, best_k,
+                             cq_bank[ch, best_q, best_k], True)
+    return best_q, best_k, best_need
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq,
+              cq_src, cq_mark, cq_id, ch, q, k):
+    n = cq_n[ch, q]
+    for j in range(k, n - 1):
+        cq_type[ch, q, j] = cq_type[ch, q, j + 1]
+        cq_addr[ch, q, j] = cq_addr[ch, q, j + 1]
+        cq_bank[ch, q, j] = cq_bank[ch, q, j + 1]
+        cq_rank[ch, q, j] = cq_rank[ch, q, j + 1]
+        cq_bg[ch, q, j] = cq_bg[ch, q, j + 1]
+        cq_ba[ch, q, j] = cq_ba[ch, q, j + 1]
+        cq_row[ch, q, j] = cq_row[ch, q, j + 1]
+        cq_col[ch, q, j] = cq_col[ch, q, j + 1]
+        cq_seq[ch, q, j] = cq_seq[ch, q, j + 1]
+        cq_src[ch, q, j] = cq_src[ch, q, j + 1]
+        cq_mark[ch, q, j] = cq_mark[ch, q, j + 1]
+        cq_id[ch, q, j] = cq_id[ch, q, j + 1]
+    cq_n[ch, q] = n - 1
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t):
+    banks = P[P_BANKS]
+    bpg = P[P_BPG]
+    bg = (bidx - rank * banks) // bpg
+    if cmd == REF or cmd >= 8:
+        n = TN[SAME_RANK, cmd]
+        for b in range(rank * banks, rank * banks + banks):
+            for k in range(n):
+                v = t + TD[SAME_RANK, cmd, k]
+                c = TX[SAME_RANK, cmd, k]
+                if v > b_timing[ch, b, c]:
+                    b_timing[ch, b, c] = v
+        return
+    n = TN[SAME_BANK, cmd]
+    for k in range(n):
+        v = t + TD[SAME_BANK, cmd, k]
+        c = TX[SAME_BANK, cmd, k]
+        if v > b_timing[ch, bidx, c]:
+            b_timing[ch, bidx, c] = v
+    n1 = TN[SAME_BG, cmd]
+    n2 = TN[OTHER_BG, cmd]
+    if n1 > 0 or n2 > 0:
+        for b in range(rank * banks, rank * banks + banks):
+            if b == bidx:
+                continue
+            same_bg = (b - rank * banks) // bpg == bg
+            sc = SAME_BG if same_bg else OTHER_BG
+            nn = n1 if same_bg else n2
+            for k in range(nn):
+                v = t + TD[sc, cmd, k]
+                c = TX[sc, cmd, k]
+                if v > b_timing[ch, b, c]:
+                    b_timing[ch, b, c] = v
+    n3 = TN[OTHER_RANK, cmd]
+    if n3 > 0:
+        for b in range(P[P_RANKS] * banks):
+            if b // banks == rank:
+                continue
+            for k in range(n3):
+                v = t + TD[OTHER_RANK, cmd, k]
+                c = TX[OTHER_RANK, cmd, k]
+                if v > b_timing[ch, b, c]:
+                    b_timing[ch, b, c] = v
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _invalidate_bank(P, q_lb, ch, bidx):
+    if P[P_PER_RANK_Q] != 0:
+        q_lb[ch, bidx // P[P_BANKS]] = 0
+    else:
+        q_lb[ch, bidx] = 0
+
+
+@njit(cache=True, _nrt=False)
+def _issue(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
+           b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, pr_head, pr_next,
+           pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
+           ring_r_t, ring_r_code, ring_r_lat, hist_w, q_lb, ch, t, cmd, rank, bidx, row, addr,
+           conflict_pre):
+    """Apply one command: completions, statistics, bank state and timing."""
+    if cmd == RD or cmd == RDP:
+        done = t + P[P_READ_DELAY]
+        h = _hash(addr)
+        prev = -1
+        i = pr_head[ch, h]
+        while i >= 0:
+            nx = pr_next[ch, i]
+            if pr_addr[ch, i] == addr:
+                _ring_push(G, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
+                           done, (pr_id[ch, i] << 8) | (ch << 1), done - pr_added[ch, i])
+                if prev < 0:
+                    pr_head[ch, h] = nx
+                else:
+                    pr_next[ch, prev] = nx
+                pr_next[ch, i] = CS[ch, CS_PR_FREE]
+                CS[ch, CS_PR_FREE] = i
+            else:
+                prev = i
+            i = nx
+    elif cmd == WR or cmd == WRP:
+        h = _hash(addr)
+        prev = -1
+        i = pw_head[ch, h]
+        while i >= 0:
+            nx = pw_next[ch, i]
+            if pw_addr[ch, i] == addr:
+                lat = t - pw_added[ch, i] + P[P_WRITE_DELAY]
+                C[ch, C_WRITE_LAT_SUM] += lat
+                C[ch, C_WRITE_LAT_N] += 1
+                if lat >= hist_w.shape[1] - 1:
+                    hist_w[ch, hist_w.shape[1] - 1] += 1
+                else:
+                    hist_w[ch, lat] += 1
+                if prev < 0:
+                    pw_head[ch, h] = nx
+                else:
+                    pw_next[ch, prev] = nx
+                pw_next[ch, i] = CS[ch, CS_PW_FREE]
+                CS[ch, CS_PW_FREE] = i
+                break
+            prev = i
+            i = nx
+    # statistics (before the state update: a column command is a row hit if it is not the
+    # first access since the ACT, DRAMsim3's definition)
+    if cmd == RD or cmd == RDP or cmd == WR or cmd == WRP:
+        is_rd = cmd == RD or cmd == RDP
+        C[ch, C_READ_CMDS if is_rd else C_WRITE_CMDS] += 1
+        BK[ch, bidx, BK_RD if is_rd else BK_WR] += 1
+        if b_hits[ch, bidx] != 0:
+            C[ch, C_READ_HITS if is_rd else C_WRITE_HITS] += 1
+            BK[ch, bidx, BK_HITS] += 1
+            b_streak[ch, bidx] = 0
+        elif b_last_conflict[ch, bidx] != 0:
+            C[ch, C_ROW_CONFLICTS] += 1
+            BK[ch, bidx, BK_CONFLICTS] += 1
+        else:
+            C[ch, C_ROW_MISSES] += 1
+            BK[ch, bidx, BK_MISSES] += 1
+    elif cmd == ACT:
+        C[ch, C_ACT] += 1
+        BK[ch, bidx, BK_ACT] += 1
+        if b_last_conflict[ch, bidx] != 0:
+            BK[ch, bidx, BK_ACT_CONFLICT] += 1
+            b_streak[ch, bidx] += 1
+    elif cmd == PRE:
+        C[ch, C_PRE] += 1
+        BK[ch, bidx, BK_PRE] += 1
+        if not conflict_pre:
+            C[ch, C_REF_PRE] += 1
+    elif cmd == REF:
+        C[ch, C_REF] += 1
+        RK[ch, rank, RK_REF] += 1
+    elif cmd == REFB:
+        C[ch, C_REFB] += 1
+        BK[ch, bidx, BK_REFB] += 1
+    # state
+    if cmd == ACT:
+        b_state[ch, bidx] = 1
+        b_row[ch, bidx] = row
+        b_hits[ch, bidx] = 0
+        b_open_since[ch, bidx] = t
+        r_open[ch, rank] += 1
+        # activation windows
+        n = faw_n[ch, rank]
+        if n > 0 and t >= faw[ch, rank, 0]:
+            for j in range(n - 1):
+                faw[ch, rank, j] = faw[ch, rank, j + 1]
+            n -= 1
+        faw[ch, rank, n] = t + P[P_TFAW]
+        faw_n[ch, rank] = n + 1
+        if P[P_IS_GDDR] != 0:
+            n = aw32_n[ch, rank]
+            if n > 0 and t >= aw32[ch, rank, 0]:
+                for j in range(n - 1):
+                    aw32[ch, rank, j] = aw32[ch, rank, j + 1]
+                n -= 1
+            aw32[ch, rank, n] = t + P[P_T32AW]
+            aw32_n[ch, rank] = n + 1
+        _invalidate_bank(P, q_lb, ch, bidx)
+    elif cmd == RD or cmd == WR:
+        b_hits[ch, bidx] += 1
+        _invalidate_bank(P, q_lb, ch, bidx)
+    elif cmd == RDP or cmd == WRP or cmd == PRE:
+        if b_state[ch, bidx] == 1:
+            BK[ch, bidx, BK_OPEN_CYCLES] += t - b_open_since[ch, bidx]
+            r_open[ch, rank] -= 1
+        b_state[ch, bidx] = 0
+        b_row[ch, bidx] = -1
+        b_hits[ch, bidx] = 0
+        b_last_conflict[ch, bidx] = 1 if (cmd == PRE and conflict_pre) else 0
+        _invalidate_bank(P, q_lb, ch, bidx)
+    if cmd == REF:
+        # rank-level: all queues of the rank may change readiness
+        for b in range(rank * P[P_BANKS], (rank + 1) * P[P_BANKS]):
+            b_last_conflict[ch, b] = 0
+    _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _refresh_pick(P, CS, refq, b_state, b_timing, ch, t):
+    """DRAMsim3's FinishRefresh: (cmd, bank index) of the refresh's next step, or (-1, ready time)."""
+    j = CS[ch, CS_REFQ_HEAD]
+    rtype = refq[ch, j, 0]
+    rank = refq[ch, j, 1]
+    banks = P[P_BANKS]
+    if rtype == REF:
+        nready = 0
+        need_t = 0
+        pre_t = INF
+        for b in range(rank * banks, (rank + 1) * banks):
+            if b_state[ch, b] == 1:
+                tp = b_timing[ch, b, PRE]
+                if tp <= t:
+                    return PRE, b
+                if tp < pre_t:
+                    pre_t = tp
+            else:
+                tr = b_timing[ch, b, REF]
+                if tr <= t:
+                    nready += 1
+                elif tr > need_t:
+                    need_t = tr
+        if nready == banks:
+            return REF, rank * banks
+        if pre_t < INF:
+            return -1, pre_t
+        return -1, need_t
+    b = rank * banks + refq[ch, j, 2] * P[P_BPG] + refq[ch, j, 3]
+    if b_state[ch, b] == 1:
+        tp = b_timing[ch, b, PRE]
+        if tp <= t:
+            return PRE, b
+        return -1, tp
+    tr = b_timing[ch, b, REFB]
+    if tr <= t:
+        return REFB, b
+    return -1, tr
+
+
+@njit(cache=True, _nrt=False)
+def _refresh_due(P, CS, refq, ch):
+    """Refresh::InsertRefresh for the configured policy."""
+    pol = P[P_REF_POLICY]
+    n = CS[ch, CS_REFQ_N]
+    if n >= REFQ_CAP:
+        return
+    j = (CS[ch, CS_REFQ_HEAD] + n) % REFQ_CAP
+    if pol == REF_BANK_STAGGERED:
+        refq[ch, j, 0] = REFB
+        refq[ch, j, 1] = CS[ch, CS_REF_RANK]
+        refq[ch, j, 2] = CS[ch, CS_REF_BG]
+        refq[ch, j, 3] = CS[ch, CS_REF_BANK]
+        CS[ch, CS_REFQ_N] = n + 1
+        bg = (CS[ch, CS_REF_BG] + 1) % P[P_BGS]
+        CS[ch, CS_REF_BG] = bg
+        if bg == 0:
+            ba = (CS[ch, CS_REF_BANK] + 1) % P[P_BPG]
+            CS[ch, CS_REF_BANK] = ba
+            if ba == 0:
+                CS[ch, CS_REF_RANK] = (CS[ch, CS_REF_RANK] + 1) % P[P_RANKS]
+        return
+    if pol == REF_RANK_SIMULTANEOUS:
+        # every rank at once (DRAMsim3 refreshes only the first rank here: a bug we fix)
+        for r in range(P[P_RANKS]):
+            if n >= REFQ_CAP:
+                return
+            j = (CS[ch, CS_REFQ_HEAD] + n) % REFQ_CAP
+            refq[ch, j, 0] = REF
+            refq[ch, j, 1] = r
+            refq[ch, j, 2] = -1
+            refq[ch, j, 3] = -1
+            n += 1
+        CS[ch, CS_REFQ_N] = n
+        return
+    refq[ch, j, 0] = REF
+    refq[ch, j, 1] = CS[ch, CS_REF_RANK]
+    refq[ch, j, 2] = -1
+    refq[ch, j, 3] = -1
+    CS[ch, CS_REFQ_N] = n + 1
+    CS[ch, CS_REF_RANK] = (CS[ch, CS_REF_RANK] + 1) % P[P_RANKS]
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, cq_addr,
+                          cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src,
+                          cq_mark, cq_id, pr_head, pr_next, pr_addr, q_lb, ch):
+    """Controller::ScheduleTransaction: move at most one transaction into a command queue.
+
+    Writes wait in the write buffer until it reaches the high watermark (DRAMsim3: full), or
+    until it holds more than the low watermark (DRAMsim3: 8) while every command queue is
+    empty; a drain then moves as many writes as the buffer held, one a cycle, reads waiting.
+    """
+    unified = P[P_UNIFIED] != 0
+    if CS[ch, CS_WDRAIN] == 0 and not unified:
+        nw = tq_n[ch, 1]
+        high = P[P_WR_HIGH] if P[P_WR_HIGH] > 0 else P[P_TQ_SIZE]
+        if nw >= high:
+            CS[ch, CS_WDRAIN] = nw
+        elif nw > P[P_WR_LOW]:
+            empty = True
+            if P[P_WR_LOW_DRAIN_EMPTY] != 0:
+                for q in range(P[P_NQ]):
+                    if cq_n[ch, q] != 0:
+                        empty = False
+                        break
+            if empty:
+                CS[ch, CS_WDRAIN] = nw
+    kind = 0
+    if not unified and CS[ch, CS_WDRAIN] > 0:
+        kind = 1
+    for i in range(tq_n[ch, kind]):
+        addr = tq_addr[ch, kind, i]
+        is_write = tq_isw[ch, kind, i] != 0
+        c, ra, bg, ba, ro, co = _decode(P, addr)
+        bidx = ra * P[P_BANKS] + bg * P[P_BPG] + ba
+        q = ra if P[P_PER_RANK_Q] != 0 else bidx
+        if cq_n[ch, q] >= P[P_CQ_SIZE]:
+            continue
+        if not unified and is_write:
+            if _count_pending(pr_head, pr_next, pr_addr, ch, addr) > 0:
+                CS[ch, CS_WDRAIN] = 0
+                return False
+            CS[ch, CS_WDRAIN] -= 1
+        k = cq_n[ch, q]
+        if P[P_PAGE] == PAGE_CLOSE:
+            cq_type[ch, q, k] = WRP if is_write else RDP
+        else:
+            cq_type[ch, q, k] = WR if is_write else RD
+        cq_addr[ch, q, k] = addr
+        cq_bank[ch, q, k] = bidx
+        cq_rank[ch, q, k] = ra
+        cq_bg[ch, q, k] = bg
+        cq_ba[ch, q, k] = ba
+        cq_row[ch, q, k] = ro
+        cq_col[ch, q, k] = co
+        cq_seq[ch, q, k] = CS[ch, CS_SEQ]
+        CS[ch, CS_SEQ] += 1
+        cq_src[ch, q, k] = tq_src[ch, kind, i]
+        cq_mark[ch, q, k] = 0
+        cq_id[ch, q, k] = 0
+        cq_n[ch, q] = k + 1
+        q_lb[ch, q] = 0
+        n = tq_n[ch, kind]
+        for j in range(i, n - 1):
+            tq_addr[ch, kind, j] = tq_addr[ch, kind, j + 1]
+            tq_isw[ch, kind, j] = tq_isw[ch, kind, j + 1]
+            tq_src[ch, kind, j] = tq_src[ch, kind, j + 1]
+        tq_n[ch, kind] = n - 1
+        return True
+    return False
+
+
+@njit(cache=True, _nrt=False)
+def _parbs_mark(P, CS, cq_n, cq_bank, cq_src, cq_mark, src_rank, scratch, ch):
+    """Form a new PAR-BS batch: mark up to `cap` oldest requests per (thread, bank); rank
+    threads by their largest per-bank marked load (shortest job first), ties by total load."""
+    cap = P[P_PARBS_CAP]
+    nb = P[P_RANKS] * P[P_BANKS]
+    per_bank = scratch[:nb, :NSRC]
+    total = scratch[nb, :NSRC]
+    for b in range(nb + 3):
+        for s_ in range(NSRC):
+            scratch[b, s_] = 0
+    marked = 0
+    for q in range(P[P_NQ]):
+        for k in range(cq_n[ch, q]):
+            s = cq_src[ch, q, k] % NSRC
+            b = cq_bank[ch, q, k]
+            if per_bank[b, s] < cap:
+                per_bank[b, s] += 1
+                total[s] += 1
+                cq_mark[ch, q, k] = 1
+                marked += 1
+    CS[ch, CS_NMARKED] = marked
+    maxload = scratch[nb + 1, :NSRC]
+    for s in range(NSRC):
+        m = 0
+        for b in range(nb):
+            if per_bank[b, s] > m:
+                m = per_bank[b, s]
+        maxload[s] = m
+    for s in range(NSRC):
+        r = 0
+        for o in range(NSRC):
+            if maxload[o] < maxload[s] or (maxload[o] == maxload[s] and
+                                           (total[o] < total[s] or (total[o] == total[s] and o < s))):
+                r += 1
+        src_rank[ch, s] = min(r, 255)
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col):
+    if P[P_CMDLOG] == 0:
+        return
+    n = G[G_NLOG]
+    if n >= cmd_log.shape[0]:
+        return
+    cmd_log[n, 0] = t
+    cmd_log[n, 1] = cmd
+    if cmd == REF:
+        cmd_log[n, 2] = -1
+        cmd_log[n, 4] = -1
+        cmd_log[n, 5] = -1
+    else:
+        cmd_log[n, 2] = ch
+        cmd_log[n, 4] = (bidx - rank * P[P_BANKS]) // P[P_BPG]
+        cmd_log[n, 5] = (bidx - rank * P[P_BANKS]) % P[P_BPG]
+    cmd_log[n, 3] = rank
+    cmd_log[n, 6] = row
+    cmd_log[n, 7] = col
+    G[G_NLOG] = n + 1
+
+
+@njit(cache=True, _nrt=False)
+def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
+               b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb,
+               src_rank, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, cq_addr, cq_bank,
+               cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, pr_head,
+               pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
+               ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code, ring_f_lat, hist_r,
+               hist_w, comp_out, cmd_log, scratch, in_addr, in_isw, in_cyc, in_src, in_id, n_in, final,
+               stop_cycle, horizon):
+    """Advance the memory system from cycle G[G_CLK] until the input chunk is used up
+    (NEED_INPUT; with no input the kernel still runs up to `horizon`, the caller's promise
+    that no request arrives earlier), every accepted request has completed after the last input (FINISHED), or
+    the stop cycle, a full command log or a full completion buffer is reached (PAUSED)."""
+    t = G[G_CLK]
+    nch = P[P_CHANNELS]
+    nranks = P[P_RANKS]
+    banks = P[P_BANKS]
+    sched = P[P_SCHED]
+    page = P[P_PAGE]
+    ref_interval = P[P_REF_INTERVAL]
+    track = P[P_TRACK_IDS] != 0
+    while True:
+        if t >= stop_cycle:
+            G[G_CLK] = t
+            return PAUSED
+        if P[P_CMDLOG] != 0 and G[G_NLOG] + 4 * nch >= cmd_log.shape[0]:
+            G[G_CLK] = t
+            return PAUSED
+        if track and G[G_NCOMP_OUT] + 64 + RING >= comp_out.shape[0]:
+            G[G_CLK] = t
+            return PAUSED
+        if G[G_POS] >= n_in and final == 0 and G[G_FRONT_DONE] == 0 and t >= horizon:
+            G[G_CLK] = t
+            return NEED_INPUT
+        event = False
+        # ---- 1. completions due at t ----------------------------------------------------
+        while G[G_RING_R_N] > 0 and ring_r_t[G[G_RING_R_HEAD]] <= t:
+            j = G[G_RING_R_HEAD]
+            code = ring_r_code[j]
+            ch = (code >> 1) & 127
+            C[ch, C_READS_DONE] += 1
+            lat = ring_r_lat[j]
+            C[ch, C_READ_LAT_SUM] += lat
+            if lat >= hist_r.shape[1] - 1:
+                hist_r[ch, hist_r.shape[1] - 1] += 1
+            else:
+                hist_r[ch, lat] += 1
+            if track:
+                comp_out[G[G_NCOMP_OUT], 0] = code >> 8
+                comp_out[G[G_NCOMP_OUT], 1] = t
+                G[G_NCOMP_OUT] += 1
+            G[G_COMPLETED] += 1
+            G[G_LAST_COMPLETE] = t
+            G[G_RING_R_HEAD] = (j + 1) & (RING - 1)
+            G[G_RING_R_N] -= 1
+        while G[G_RING_F_N] > 0 and ring_f_t[G[G_RING_F_HEAD]] <= t:
+            j = G[G_RING_F_HEAD]
+            code = ring_f_code[j]
+            ch = (code >> 1) & 127
+            if code & 1:
+                C[ch, C_WRITES_DONE] += 1
+            else:
+                C[ch, C_READS_DONE] += 1
+                lat = ring_f_lat[j]
+                C[ch, C_READ_LAT_SUM] += lat
+                hist_r[ch, lat] += 1
+            if track:
+                comp_out[G[G_NCOMP_OUT], 0] = code >> 8
+                comp_out[G[G_NCOMP_OUT], 1] = t
+                G[G_NCOMP_OUT] += 1
+            G[G_COMPLETED] += 1
+            G[G_LAST_COMPLETE] = t
+            G[G_RING_F_HEAD] = (j + 1) & (RING - 1)
+            G[G_RING_F_N] -= 1
+        # ---- 2. controllers ---------------------------------------------------------------
+        ref_due = t > 0 and t % ref_interval == 0
+        next_t = INF
+        for ch in range(nch):
+            if ref_due:
+                _refresh_due(P, CS, refq, ch)
+                event = True
+            if sched == SCHED_PARBS and CS[ch, CS_NMARKED] == 0:
+                _parbs_mark(P, CS, cq_n, cq_bank, cq_src, cq_mark, src_rank, scratch, ch)
+            issued = 0
+            first_rw = False
+            for slot in range(2):
+                if slot == 1 and (issued == 0 or P[P_DUAL_CMD] == 0):
+                    break
+                cmd = -1
+                bidx = 0
+                row = -1
+                col = -1
+                addr = -1
+                conflict_pre = False
+                if slot == 0 and CS[ch, CS_REFQ_N] > 0:
+                    CS[ch, CS_INREF] = 1
+                    rc, rv = _refresh_pick(P, CS, refq, b_state, b_timing, ch, t)
+                    if rc >= 0:
+                        cmd = rc
+                        bidx = rv
+                    elif rv < next_t:
+                        next_t = rv
+                if cmd < 0:
+                    if sched == SCHED_DRAMSIM3:
+                        q, k, need = _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits,
+                                                    b_timing, faw, faw_n, aw32, aw32_n, cq_n,
+                                                    cq_type, cq_bank, cq_rank, cq_row, cq_col,
+                                                    q_lb, ch, t)
+                    else:
+                        q, k, need = _pick_priority(P, CS, C, refq, b_state, b_row, b_hits,
+                                                    b_timing, faw, faw_n, aw32, aw32_n, cq_n,
+                                                    cq_type, cq_bank, cq_rank, cq_row, cq_col,
+                                                    cq_seq, cq_mark, cq_src, src_rank, q_lb,
+                                                    ch, t)
+                    if q >= 0:
+                        cmd = need
+                        bidx = cq_bank[ch, q, k]
+                        row = cq_row[ch, q, k]
+                        col = cq_col[ch, q, k]
+                        addr = cq_addr[ch, q, k]
+                        conflict_pre = need == PRE
+                        if cmd == RD or cmd == WR:
+                            close = False
+                            if page == PAGE_OPEN_ADAPTIVE or (
+                                    page == PAGE_EARLY_PRE and P[P_EP_N] > 0
+                                    and b_streak[ch, bidx] >= P[P_EP_N]):
+                                close = True
+                                for j in range(cq_n[ch, q]):
+                                    if j != k and cq_bank[ch, q, j] == bidx \
+                                            and cq_row[ch, q, j] == row:
+                                        close = False
+                                        break
+                            if close:
+                                cmd = RDP if cmd == RD else WRP
+                        if cmd == RD or cmd == WR or cmd == RDP or cmd == WRP:
+                            if cq_mark[ch, q, k] != 0:
+                                CS[ch, CS_NMARKED] -= 1
+                            _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba,
+                                      cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, ch, q, k)
+                            q_lb[ch, q] = 0
+                if cmd < 0:
+                    break
+                is_rw = cmd == RD or cmd == WR or cmd == RDP or cmd == WRP
+                if slot == 1:
+                    # HBM: a second command only as the other half of a row/column pair
+                    if is_rw == first_rw:
+                        break
+                    C[ch, C_DUAL] += 1
+                rank = bidx // banks
+                _issue(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing,
+                       b_open_since, b_last_conflict, b_streak, r_open, faw, faw_n, aw32,
+                       aw32_n, pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next,
+                       pw_addr, pw_added, pw_id, ring_r_t, ring_r_code, ring_r_lat, hist_w,
+                       q_lb, ch, t, cmd, rank, bidx, row, addr, conflict_pre)
+                _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col)
+                if cmd == REF or cmd == REFB:
+                    CS[ch, CS_REFQ_HEAD] = (CS[ch, CS_REFQ_HEAD] + 1) % REFQ_CAP
+                    CS[ch, CS_REFQ_N] -= 1
+                    CS[ch, CS_INREF] = 0
+                    if cmd == REF:
+                        for b in range(rank * banks, (rank + 1) * banks):
+                            _invalidate_bank(P, q_lb, ch, b)
+                    else:
+                        _invalidate_bank(P, q_lb, ch, bidx)
+                issued += 1
+                first_rw = is_rw
+                event = True
+            # power states, after this cycle's command
+            for r in range(nranks):
+                if r_open[ch, r] > 0:
+                    RK[ch, r, RK_ACTIVE] += 1
+                else:
+                    RK[ch, r, RK_IDLE] += 1
+            if _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type,
+                                     cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col,
+                                     cq_seq, cq_src, cq_mark, cq_id, pr_head, pr_next, pr_addr,
+                                     q_lb, ch):
+                event = True
+        # ---- 3. front end: one request a cycle, in order --------------------------------
+        pos = G[G_POS]
+        if pos < n_in:
+            if in_cyc[pos] <= t:
+                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next,
+                           pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
+                           ring_f_t, ring_f_code, ring_f_lat, in_addr[pos], in_isw[pos] != 0,
+                           in_src[pos], in_id[pos], t):
+                    G[G_FRONT_LAG_SUM] += t - in_cyc[pos]
+                    G[G_POS] = pos + 1
+                    G[G_LAST_ACCEPT] = t
+                    event = True
+                    if pos + 1 >= n_in and final != 0 and P[P_PHANTOM_EOF] == 0:
+                        G[G_FRONT_DONE] = 1
+            elif in_cyc[pos] < next_t:
+                next_t = in_cyc[pos]
+        elif final != 0 and G[G_FRONT_DONE] == 0:
+            # DRAMsim3's end-of-file quirk: one phantom READ of the last address, offered
+            # once, the cycle after the last line was accepted
+            if n_in > 0 and G[G_PHANTOM_DONE] == 0:
+                G[G_PHANTOM_DONE] = 1
+                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next,
+                           pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added,
+                           pw_id, ring_f_t, ring_f_code, ring_f_lat, in_addr[n_in - 1], False,
+                           in_src[n_in - 1], -1, t):
+                    G[G_PHANTOM_ADDED] = 1
+                    event = True
+            G[G_FRONT_DONE] = 1
+        # ---- end of run: everything accepted has completed ------------------------------
+        if G[G_FRONT_DONE] != 0 and G[G_COMPLETED] == G[G_ACCEPTED]:
+            G[G_CLK] = t + 1
+            G[G_NUM_CYCLES] = t + 1
+            G[G_FINISHED] = 1
+            return FINISHED
+        if event:
+            t += 1
+            continue
+        # ---- idle: jump to the next cycle at which anything can change ------------------
+        for ch in range(nch):
+            for q in range(P[P_NQ]):
+                if q_lb[ch, q] < next_t and not _queue_skipped_for_refresh(P, CS, refq, ch, q):
+                    next_t = q_lb[ch, q]
+        nr = (t // ref_interval + 1) * ref_interval
+        if nr < next_t:
+            next_t = nr
+        if G[G_RING_R_N] > 0 and ring_r_t[G[G_RING_R_HEAD]] < next_t:
+            next_t = ring_r_t[G[G_RING_R_HEAD]]
+        if G[G_RING_F_N] > 0 and ring_f_t[G[G_RING_F_HEAD]] < next_t:
+            next_t = ring_f_t[G[G_RING_F_HEAD]]
+        if stop_cycle < next_t:
+            next_t = stop_cycle
+        if G[G_POS] >= n_in and final == 0 and horizon < next_t:
+            next_t = horizon
+        if next_t <= t + 1:
+            t += 1
+            continue
+        skipped = next_t - t - 1
+        for ch in range(nch):
+            for r in range(nranks):
+                if r_open[ch, r] > 0:
+                    RK[ch, r, RK_ACTIVE] += skipped
+                else:
+                    RK[ch, r, RK_IDLE] += skipped
+        t = next_t
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next, pr_addr, pr_added,
+            pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id, ring_f_t, ring_f_code,
+            ring_f_lat, addr, is_write, src, rid, t):
+    """WillAcceptTransaction + AddTransaction at front-end tick t (controller clock t + 1)."""
+    ch, ra, bg, ba, ro, co = _decode(P, addr)
+    unified = P[P_UNIFIED] != 0
+    kind = 0 if (unified or not is_write) else 1
+    if tq_n[ch, kind] >= P[P_TQ_SIZE]:
+        return False
+    added = t + 1
+    if G[G_RING_F_N] >= RING - 1:
+        return False
+    code = (rid << 8) | (ch << 1)
+    if is_write:
+        if _count_pending(pw_head, pw_next, pw_addr, ch, addr) == 0:
+            if not _insert_pending(CS, CS_PW_FREE, pw_head, pw_next, pw_addr, pw_added, pw_id,
+                                   ch, addr, added, rid):
+                return False
+            n = tq_n[ch, kind]
+            tq_addr[ch, kind, n] = addr
+            tq_isw[ch, kind, n] = 1
+            tq_src[ch, kind, n] = src
+            tq_n[ch, kind] = n + 1
+        else:
+            C[ch, C_WRITE_MERGES] += 1
+        _ring_push(G, ring_f_t, ring_f_code, ring_f_lat, G_RING_F_HEAD, G_RING_F_N, added + 1,
+                   code | 1, 1)
+        C[ch, C_WRITES_ACCEPTED] += 1
+    else:
+        if _count_pending(pw_head, pw_next, pw_addr, ch, addr) > 0:
+            # served from the write buffer
+            _ring_push(G, ring_f_t, ring_f_code, ring_f_lat, G_RING_F_HEAD, G_RING_F_N,
+                       added + 1, code, 1)
+            C[ch, C_WBUF_HITS] += 1
+        else:
+            first = _count_pending(pr_head, pr_next, pr_addr, ch, addr) == 0
+            if not _insert_pending(CS, CS_PR_FREE, pr_head, pr_next, pr_addr, pr_added, pr_id,
+                                   ch, addr, added, rid):
+                return False
+            if first:
+                n = tq_n[ch, kind]
+                tq_addr[ch, kind, n] = addr
+                tq_isw[ch, kind, n] = 0
+                tq_src[ch, kind, n] = src
+                tq_n[ch, kind] = n + 1
+            else:
+                C[ch, C_READ_MERGES] += 1
+        C[ch, C_READS_ACCEPTED] += 1
+    G[G_ACCEPTED] += 1
+    return True

@@ -1,0 +1,473 @@
+"""The public simulation API: run a trace, or feed requests online, and get statistics.
+
+    from engine.config import load_config
+    from engine.simulator import Simulator, simulate_trace
+
+    stats = simulate_trace(load_config("DDR4-3200"), ["stream.trace"])
+    print(stats.summary["average_read_latency"])
+
+A `Simulator` owns the kernel's state arrays. Requests go in as chunks (from trace files, or
+from `access()` calls); the kernel runs until it needs more input, reaches an epoch boundary
+or finishes. Between kernel calls the simulator records epoch statistics, reports progress,
+writes the command trace and checks the caller's cancel flag, so memory use is constant in
+trace length and a GUI can stay responsive.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from engine import kernel as K
+from engine.errors import ConfigError, DiffMemError, SimulationCancelled
+from engine.timing import COMMAND_NAMES, build_tables
+
+log = logging.getLogger(__name__)
+
+SCHEDULERS = {"dramsim3": K.SCHED_DRAMSIM3, "fcfs": K.SCHED_FCFS, "frfcfs": K.SCHED_FRFCFS,
+              "parbs": K.SCHED_PARBS}
+PAGE_POLICIES = {"open": K.PAGE_OPEN, "close": K.PAGE_CLOSE,
+                 "open_adaptive": K.PAGE_OPEN_ADAPTIVE, "early_precharge": K.PAGE_EARLY_PRE}
+REFRESH_POLICIES = {"RANK_LEVEL_STAGGERED": K.REF_RANK_STAGGERED,
+                    "RANK_LEVEL_SIMULTANEOUS": K.REF_RANK_SIMULTANEOUS,
+                    "BANK_LEVEL_STAGGERED": K.REF_BANK_STAGGERED}
+HIST_BINS = 1 << 15          # latency histogram resolution: 1 cycle up to 32767 cycles
+CMD_LOG_ROWS = 1 << 16
+COMP_ROWS = 1 << 18
+MERGE_SLACK = 4096           # pending reads that merged into an earlier read of the same line
+
+
+@dataclass
+class SimOptions:
+    """How a run is driven (the memory system itself is the MemoryConfig)."""
+
+    cycles: int | None = None            # stop at this cycle, like DRAMsim3's -c
+    epoch: int | None = None             # epoch length in cycles (default: cfg.epoch_period)
+    phantom_eof_read: bool = False       # reproduce DRAMsim3's extra READ at end of trace
+    cmd_trace: Path | None = None        # write every DRAM command here
+    track_completions: bool = False      # keep (request id, completion cycle) pairs
+    chunk_size: int = 1 << 16
+
+
+@dataclass
+class EpochRecord:
+    """Counters over one epoch [start, end) of the run, summed over channels."""
+
+    start: int
+    end: int
+    reads_done: int
+    writes_done: int
+    read_latency_sum: int
+    act: int
+    pre: int
+    ref: int
+    row_hits: int
+    column_cmds: int
+    bank_column_cmds: np.ndarray      # [channels, ranks*banks] column commands in the epoch
+    bank_open_cycles: np.ndarray      # [channels, ranks*banks] cycles with a row open
+    bank_row_hits: np.ndarray         # [channels, ranks*banks]
+
+
+ProgressFn = Callable[["Simulator", EpochRecord | None], None]
+
+
+def _log2(x: int) -> int:
+    return int(x).bit_length() - 1
+
+
+class Simulator:
+    """One memory system under simulation. Not thread-safe: drive it from one thread."""
+
+    def __init__(self, cfg, options: SimOptions | None = None) -> None:
+        self.cfg = cfg
+        self.options = options or SimOptions()
+        self.tables = build_tables(cfg)
+        self._build_state()
+        self._epoch_len = int(self.options.epoch or getattr(cfg, "epoch_period", 0) or 0)
+        self._next_epoch = self._epoch_len if self._epoch_len > 0 else K.INF
+        self._epoch_base = self._snapshot()
+        self._epoch_start = 0
+        self.epochs: list[EpochRecord] = []
+        self._next_id = 0
+        self._last_req: tuple[int, int, int, int] | None = None
+        self._cmd_file = None
+        if self.options.cmd_trace is not None:
+            self._cmd_path = Path(self.options.cmd_trace)
+            self._cmd_tmp = self._cmd_path.with_name(self._cmd_path.name + ".part")
+            self._cmd_file = open(self._cmd_tmp, "w", encoding="ascii")
+        self._completions: list[np.ndarray] = []
+        self.wall_seconds = 0.0
+        self.finished = False
+
+    # ---------------------------------------------------------------- state
+    def _build_state(self) -> None:
+        cfg = self.cfg
+        nch = cfg.channels
+        ranks = cfg.ranks
+        banks = cfg.banks
+        nb = ranks * banks
+        per_rank = cfg.queue_structure == "PER_RANK"
+        nq = ranks if per_rank else nb
+        cqs = cfg.cmd_queue_size if not per_rank else cfg.cmd_queue_size
+        tqs = cfg.trans_queue_size
+        if nch > 127:
+            raise ConfigError(f"channels = {nch}: at most 127 channels are supported", key="channels")
+        pos = cfg.field_positions
+        widths = cfg.field_widths
+        P = np.zeros(K.NP, np.int64)
+        P[K.P_CHANNELS] = nch
+        P[K.P_RANKS] = ranks
+        P[K.P_BGS] = cfg.bankgroups_eff
+        P[K.P_BPG] = cfg.banks_per_group_eff
+        P[K.P_BANKS] = banks
+        P[K.P_NQ] = nq
+        P[K.P_CQ_SIZE] = cqs
+        P[K.P_TQ_SIZE] = tqs
+        P[K.P_UNIFIED] = int(bool(cfg.unified_queue))
+        P[K.P_PER_RANK_Q] = int(per_rank)
+        try:
+            pol = REFRESH_POLICIES[cfg.refresh_policy]
+        except KeyError:
+            raise ConfigError(f"refresh_policy = {cfg.refresh_policy}: expected one of "
+                              f"{', '.join(REFRESH_POLICIES)}", key="refresh_policy") from None
+        P[K.P_REF_POLICY] = pol
+        if pol == K.REF_RANK_STAGGERED:
+            interval = cfg.tREFI // ranks
+        elif pol == K.REF_RANK_SIMULTANEOUS:
+            interval = cfg.tREFI
+        else:
+            interval = cfg.tREFIb
+        P[K.P_REF_INTERVAL] = max(1, int(interval))
+        P[K.P_TFAW] = cfg.tFAW
+        P[K.P_T32AW] = cfg.t32AW
+        P[K.P_IS_GDDR] = int(bool(cfg.is_gddr))
+        P[K.P_DUAL_CMD] = int(bool(cfg.hbm_dual_cmd) and bool(cfg.is_hbm))
+        P[K.P_READ_DELAY] = cfg.read_delay
+        P[K.P_WRITE_DELAY] = cfg.write_delay
+        P[K.P_SHIFT] = cfg.shift_bits
+        for fld, pk, mk in (("ch", K.P_CH_POS, K.P_CH_MASK), ("ra", K.P_RA_POS, K.P_RA_MASK),
+                            ("bg", K.P_BG_POS, K.P_BG_MASK), ("ba", K.P_BA_POS, K.P_BA_MASK),
+                            ("ro", K.P_RO_POS, K.P_RO_MASK), ("co", K.P_CO_POS, K.P_CO_MASK)):
+            P[pk] = pos[fld]
+            P[mk] = (1 << widths[fld]) - 1
+        P[K.P_ROW_HIT_CAP] = cfg.row_hit_cap
+        try:
+            P[K.P_SCHED] = SCHEDULERS[cfg.scheduler]
+        except KeyError:
+            raise ConfigError(f"scheduler = {cfg.scheduler}: expected one of "
+                              f"{', '.join(SCHEDULERS)}", key="scheduler") from None
+        page = "close" if cfg.row_buf_policy == "CLOSE_PAGE" else cfg.page_policy
+        try:
+            P[K.P_PAGE] = PAGE_POLICIES[page]
+        except KeyError:
+            raise ConfigError(f"page_policy = {page}: expected one of "
+                              f"{', '.join(PAGE_POLICIES)}", key="page_policy") from None
+        P[K.P_EP_N] = cfg.early_precharge_conflicts
+        P[K.P_WR_HIGH] = cfg.write_high_watermark
+        P[K.P_WR_LOW] = cfg.write_low_watermark
+        P[K.P_WR_LOW_DRAIN_EMPTY] = 1
+        P[K.P_PARBS_CAP] = cfg.parbs_marking_cap
+        P[K.P_XOR] = int(bool(cfg.xor_bank_interleave))
+        P[K.P_TRACK_IDS] = int(self.options.track_completions)
+        P[K.P_PHANTOM_EOF] = int(self.options.phantom_eof_read)
+        P[K.P_CMDLOG] = int(self.options.cmd_trace is not None)
+        self.P = P
+        self.nq = nq
+        pcap = tqs + nq * cqs + MERGE_SLACK
+        z = np.zeros
+        s: dict[str, np.ndarray] = {}
+        s["G"] = z(K.NG, np.int64)
+        CS = z((nch, K.NCS), np.int64)
+        CS[:, K.CS_PR_FREE] = 0
+        CS[:, K.CS_PW_FREE] = 0
+        CS[:, K.CS_QIDX] = 0
+        s["CS"] = CS
+        s["C"] = z((nch, K.NC), np.int64)
+        s["BK"] = z((nch, nb, K.NBK), np.int64)
+        s["RK"] = z((nch, ranks, K.NRK), np.int64)
+        s["b_state"] = z((nch, nb), np.int64)
+        s["b_row"] = np.full((nch, nb), -1, np.int64)
+        s["b_hits"] = z((nch, nb), np.int64)
+        s["b_timing"] = z((nch, nb, 10), np.int64)
+        s["b_open_since"] = z((nch, nb), np.int64)
+        s["b_last_conflict"] = z((nch, nb), np.int64)
+        s["b_streak"] = z((nch, nb), np.int64)
+        s["r_open"] = z((nch, ranks), np.int64)
+        s["faw"] = z((nch, ranks, 4), np.int64)
+        s["faw_n"] = z((nch, ranks), np.int64)
+        s["aw32"] = z((nch, ranks, 32), np.int64)
+        s["aw32_n"] = z((nch, ranks), np.int64)
+        s["refq"] = z((nch, K.REFQ_CAP, 4), np.int64)
+        s["q_lb"] = z((nch, nq), np.int64)
+        s["src_rank"] = z((nch, K.NSRC), np.int64)
+        s["tq_n"] = z((nch, 2), np.int64)
+        s["tq_addr"] = z((nch, 2, tqs), np.int64)
+        s["tq_isw"] = z((nch, 2, tqs), np.int64)
+        s["tq_src"] = z((nch, 2, tqs), np.int64)
+        s["cq_n"] = z((nch, nq), np.int64)
+        for name in ("cq_type", "cq_addr", "cq_bank", "cq_rank", "cq_bg", "cq_ba", "cq_row",
+                     "cq_col", "cq_seq", "cq_src", "cq_mark", "cq_id"):
+            s[name] = z((nch, nq, cqs), np.int64)
+        for pre in ("pr", "pw"):
+            s[pre + "_head"] = np.full((nch, K.HASH_BUCKETS), -1, np.int64)
+            nxt = np.tile(np.arange(1, pcap + 1, dtype=np.int64), (nch, 1))
+            nxt[:, -1] = -1
+            s[pre + "_next"] = nxt
+            s[pre + "_addr"] = z((nch, pcap), np.int64)
+            s[pre + "_added"] = z((nch, pcap), np.int64)
+            s[pre + "_id"] = z((nch, pcap), np.int64)
+        for pre in ("ring_r", "ring_f"):
+            s[pre + "_t"] = z(K.RING, np.int64)
+            s[pre + "_code"] = z(K.RING, np.int64)
+            s[pre + "_lat"] = z(K.RING, np.int64)
+        s["hist_r"] = z((nch, HIST_BINS), np.int64)
+        s["hist_w"] = z((nch, HIST_BINS), np.int64)
+        s["comp_out"] = z((COMP_ROWS if self.options.track_completions else 1, 2), np.int64)
+        s["cmd_log"] = z((CMD_LOG_ROWS if self.options.cmd_trace is not None else 1,
+                          K.LOG_COLS), np.int64)
+        s["scratch"] = z((nb + 3, K.NSRC), np.int64)
+        self.s = s
+
+    # ---------------------------------------------------------------- running
+    @property
+    def clock(self) -> int:
+        """The next cycle to simulate."""
+        return int(self.s["G"][K.G_CLK])
+
+    def _call(self, addr, isw, cyc, src, rid, final: bool, stop: int, horizon: int) -> int:
+        s = self.s
+        return K.run_kernel(
+            self.P, self.tables.count, self.tables.nxt, self.tables.delay, s["G"], s["CS"],
+            s["C"], s["BK"], s["RK"], s["b_state"], s["b_row"], s["b_hits"], s["b_timing"],
+            s["b_open_since"], s["b_last_conflict"], s["b_streak"], s["r_open"], s["faw"],
+            s["faw_n"], s["aw32"], s["aw32_n"], s["refq"], s["q_lb"], s["src_rank"], s["tq_n"],
+            s["tq_addr"], s["tq_isw"], s["tq_src"], s["cq_n"], s["cq_type"], s["cq_addr"],
+            s["cq_bank"], s["cq_rank"], s["cq_bg"], s["cq_ba"], s["cq_row"], s["cq_col"],
+            s["cq_seq"], s["cq_src"], s["cq_mark"], s["cq_id"], s["pr_head"], s["pr_next"],
+            s["pr_addr"], s["pr_added"], s["pr_id"], s["pw_head"], s["pw_next"], s["pw_addr"],
+            s["pw_added"], s["pw_id"], s["ring_r_t"], s["ring_r_code"], s["ring_r_lat"],
+            s["ring_f_t"], s["ring_f_code"], s["ring_f_lat"], s["hist_r"], s["hist_w"],
+            s["comp_out"], s["cmd_log"], s["scratch"], addr, isw, cyc, src, rid, len(addr), int(final),
+            stop, horizon)
+
+    def _run(self, addr, isw, cyc, src, rid, final: bool, horizon: int,
+             progress: ProgressFn | None, cancel: Callable[[], bool] | None,
+             pos0: int = 0) -> int:
+        G = self.s["G"]
+        G[K.G_POS] = pos0
+        limit = self.options.cycles if self.options.cycles is not None else K.INF
+        t0 = time.perf_counter()
+        try:
+            while True:
+                stop = min(self._next_epoch, limit)
+                rc = self._call(addr, isw, cyc, src, rid, final, stop, horizon)
+                self._drain_logs()
+                if rc == K.PAUSED:
+                    now = self.clock
+                    if now >= self._next_epoch:
+                        self._close_epoch(now)
+                        if progress is not None:
+                            progress(self, self.epochs[-1])
+                    if now >= limit:
+                        self._finish_at(limit)
+                        return K.FINISHED
+                    if cancel is not None and cancel():
+                        raise SimulationCancelled(f"simulation cancelled at cycle {now}")
+                    continue
+                if rc == K.FINISHED:
+                    self._finish_at(int(G[K.G_NUM_CYCLES]))
+                return rc
+        finally:
+            self.wall_seconds += time.perf_counter() - t0
+
+    def feed(self, addr: np.ndarray, is_write: np.ndarray, cycle: np.ndarray,
+             stream: np.ndarray | None = None, *, final: bool = False,
+             progress: ProgressFn | None = None,
+             cancel: Callable[[], bool] | None = None) -> np.ndarray:
+        """Offer requests (one trace chunk, cycles non-decreasing and not before earlier ones).
+
+        Returns the request ids given to them. With final=True the run continues until every
+        accepted request has completed (or the cycle limit)."""
+        if self.finished:
+            raise DiffMemError("this simulation has finished; start a new Simulator")
+        n = len(addr)
+        a = np.ascontiguousarray(addr, dtype=np.uint64).view(np.int64)
+        w = np.ascontiguousarray(is_write, dtype=np.int64)
+        c = np.ascontiguousarray(cycle, dtype=np.int64)
+        sr = (np.zeros(n, np.int64) if stream is None
+              else np.ascontiguousarray(stream, dtype=np.int64))
+        ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
+        self._next_id += n
+        if n:
+            self._last_req = (int(a[-1]), int(w[-1]), int(c[-1]), int(sr[-1]))
+            self._check_addresses(a)
+        pos0 = 0
+        rid = ids
+        if n == 0 and final and self._last_req is not None:
+            # nothing new: the kernel still needs the last request for the EOF quirk
+            a, w, c, sr = (np.array([x], np.int64) for x in self._last_req)
+            rid = np.array([-1], np.int64)
+            pos0 = 1
+        self._run(a, w, c, sr, rid, final, 0, progress, cancel, pos0)
+        return ids
+
+    def _check_addresses(self, a: np.ndarray) -> None:
+        cap = getattr(self.cfg, "capacity_bytes", None)
+        if cap:
+            bad = np.flatnonzero(a.view(np.uint64) >= np.uint64(cap))
+            if bad.size:
+                i = int(bad[0])
+                raise DiffMemError(
+                    f"request {self._next_id - len(a) + i}: address {int(a.view(np.uint64)[i]):#x} "
+                    f"is beyond the memory capacity of {cap} bytes ({self.cfg.name})")
+
+    def access(self, addrs, sizes, is_write, cycles) -> np.ndarray:
+        """Online interface: accesses of any size, split into DRAM requests.
+
+        Each access of `sizes[i]` bytes at `addrs[i]` becomes ceil(size / request size) requests
+        of consecutive aligned lines, offered at `cycles[i]`. Returns the request ids (one
+        array per call, in order); completions are read with `completions()`."""
+        addrs = np.atleast_1d(np.asarray(addrs, dtype=np.uint64))
+        sizes = np.atleast_1d(np.asarray(sizes, dtype=np.int64))
+        is_write = np.atleast_1d(np.asarray(is_write, dtype=bool))
+        cycles = np.atleast_1d(np.asarray(cycles, dtype=np.int64))
+        rs = self.cfg.request_size_bytes
+        first = addrs // np.uint64(rs)
+        last = (addrs + sizes.astype(np.uint64) - np.uint64(1)) // np.uint64(rs)
+        counts = (last - first + np.uint64(1)).astype(np.int64)
+        rep = np.repeat(np.arange(len(addrs)), counts)
+        offs = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        line = (first[rep] + offs.astype(np.uint64)) * np.uint64(rs)
+        return self.feed(line, is_write[rep], cycles[rep])
+
+    def advance(self, cycle: int) -> None:
+        """Online interface: simulate up to `cycle` with no new request before it."""
+        z = np.zeros(0, np.int64)
+        self._run(z, z, z, z, z, False, int(cycle), None, None)
+
+    def finish(self, progress: ProgressFn | None = None,
+               cancel: Callable[[], bool] | None = None) -> "Stats":
+        """Run until every accepted request has completed; return the statistics."""
+        if not self.finished:
+            self.feed(np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros(0, np.int64),
+                      final=True, progress=progress, cancel=cancel)
+        return self.stats()
+
+    def completions(self) -> tuple[np.ndarray, np.ndarray]:
+        """(request ids, completion cycles) of the requests completed since the last call."""
+        parts = self._completions
+        self._completions = []
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        allc = np.concatenate(parts)
+        return allc[:, 0].copy(), allc[:, 1].copy()
+
+    # ---------------------------------------------------------------- bookkeeping
+    def _drain_logs(self) -> None:
+        G = self.s["G"]
+        n = int(G[K.G_NLOG])
+        if n and self._cmd_file is not None:
+            rows = self.s["cmd_log"][:n]
+            out = []
+            for r in rows:
+                row = f"{r[6]:#x}" if r[6] >= 0 else "-0x1"
+                col = f"{r[7]:#x}" if r[7] >= 0 else "-0x1"
+                out.append(f"{r[0]:<18} {COMMAND_NAMES[r[1]]:<20} {r[2]:>3} {r[3]:>3} {r[4]:>3} "
+                           f"{r[5]:>3} {row:>8} {col:>8}\n")
+            self._cmd_file.write("".join(out))
+        G[K.G_NLOG] = 0
+        m = int(G[K.G_NCOMP_OUT])
+        if m:
+            self._completions.append(self.s["comp_out"][:m].copy())
+            G[K.G_NCOMP_OUT] = 0
+
+    def _snapshot(self) -> dict[str, np.ndarray]:
+        s = self.s
+        open_now = s["BK"][:, :, K.BK_OPEN_CYCLES].copy()
+        return {"C": s["C"].copy(), "BK": s["BK"].copy(), "open": open_now}
+
+    def _bank_open_cycles(self, now: int) -> np.ndarray:
+        s = self.s
+        acc = s["BK"][:, :, K.BK_OPEN_CYCLES].copy()
+        is_open = s["b_state"] == 1
+        acc[is_open] += now - s["b_open_since"][is_open]
+        return acc
+
+    def _close_epoch(self, now: int) -> None:
+        base = self._epoch_base
+        s = self.s
+        dC = s["C"] - base["C"]
+        dBK = s["BK"] - base["BK"]
+        open_now = self._bank_open_cycles(now)
+        rec = EpochRecord(
+            start=self._epoch_start, end=now,
+            reads_done=int(dC[:, K.C_READS_DONE].sum()),
+            writes_done=int(dC[:, K.C_WRITES_DONE].sum()),
+            read_latency_sum=int(dC[:, K.C_READ_LAT_SUM].sum()),
+            act=int(dC[:, K.C_ACT].sum()), pre=int(dC[:, K.C_PRE].sum()),
+            ref=int(dC[:, K.C_REF].sum()),
+            row_hits=int(dC[:, K.C_READ_HITS].sum() + dC[:, K.C_WRITE_HITS].sum()),
+            column_cmds=int(dC[:, K.C_READ_CMDS].sum() + dC[:, K.C_WRITE_CMDS].sum()),
+            bank_column_cmds=dBK[:, :, K.BK_RD] + dBK[:, :, K.BK_WR],
+            bank_open_cycles=open_now - base["open"],
+            bank_row_hits=dBK[:, :, K.BK_HITS])
+        self.epochs.append(rec)
+        self._epoch_base = {"C": s["C"].copy(), "BK": s["BK"].copy(), "open": open_now}
+        self._epoch_start = now
+        self._next_epoch = now + self._epoch_len if self._epoch_len > 0 else K.INF
+
+    def _finish_at(self, num_cycles: int) -> None:
+        if self.finished:
+            return
+        G = self.s["G"]
+        G[K.G_NUM_CYCLES] = num_cycles
+        G[K.G_CLK] = num_cycles
+        if self._epoch_len > 0 and num_cycles > self._epoch_start:
+            self._close_epoch(num_cycles)
+        self.finished = True
+        self._drain_logs()
+        if self._cmd_file is not None:
+            self._cmd_file.close()
+            self._cmd_file = None
+            self._cmd_tmp.replace(self._cmd_path)
+
+    def close(self) -> None:
+        """Release the command-trace file of an abandoned run (the partial file is removed)."""
+        if self._cmd_file is not None:
+            self._cmd_file.close()
+            self._cmd_file = None
+            self._cmd_tmp.unlink(missing_ok=True)
+
+    def stats(self) -> "Stats":
+        from engine.stats import build_stats
+        return build_stats(self)
+
+
+def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
+                   options: SimOptions | None = None, *,
+                   progress: ProgressFn | None = None,
+                   cancel: Callable[[], bool] | None = None) -> "Stats":
+    """Simulate one trace file, or several merged by time (one per core/stream)."""
+    from engine.trace import iter_merged, iter_trace
+    options = options or SimOptions()
+    sim = Simulator(cfg, options)
+    paths = [traces] if isinstance(traces, (str, Path)) else list(traces)
+    cap = getattr(cfg, "capacity_bytes", None)
+    try:
+        if len(paths) == 1:
+            chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,
+                                          capacity_bytes=cap)
+        else:
+            chunks = iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap)
+        for ch in chunks:
+            sim.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, progress=progress,
+                     cancel=cancel)
+            if sim.finished:
+                break
+        return sim.finish(progress=progress, cancel=cancel)
+    finally:
+        sim.close()

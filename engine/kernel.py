@@ -37,8 +37,8 @@ INF = np.int64(1) << np.int64(62)
  P_READ_DELAY, P_WRITE_DELAY, P_SHIFT, P_CH_POS, P_CH_MASK, P_RA_POS, P_RA_MASK, P_BG_POS,
  P_BG_MASK, P_BA_POS, P_BA_MASK, P_RO_POS, P_RO_MASK, P_CO_POS, P_CO_MASK, P_ROW_HIT_CAP,
  P_SCHED, P_PAGE, P_EP_N, P_WR_HIGH, P_WR_LOW, P_PARBS_CAP, P_XOR, P_TRACK_IDS,
- P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG) = range(43)
-NP = 43
+ P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED) = range(44)
+NP = 44
 
 SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS = range(4)
 PAGE_OPEN, PAGE_CLOSE, PAGE_OPEN_ADAPTIVE, PAGE_EARLY_PRE = range(4)
@@ -46,8 +46,8 @@ REF_RANK_STAGGERED, REF_RANK_SIMULTANEOUS, REF_BANK_STAGGERED = range(3)
 
 # ---- per-channel scalar state CS[ch, k] --------------------------------------------------
 (CS_QIDX, CS_WDRAIN, CS_INREF, CS_REFQ_HEAD, CS_REFQ_N, CS_REF_RANK, CS_REF_BG, CS_REF_BANK,
- CS_PR_FREE, CS_PW_FREE, CS_NMARKED, CS_SEQ) = range(12)
-NCS = 12
+ CS_PR_FREE, CS_PW_FREE, CS_NMARKED, CS_SEQ, CS_TQ_BLOCKED, CS_CQ_TOTAL, CS_MINLB) = range(15)
+NCS = 15
 REFQ_CAP = 64
 
 # ---- per-channel counters C[ch, k] --------------------------------------------------------
@@ -155,9 +155,9 @@ def _bank_ready_time(P, b_state, b_row, b_timing, faw, faw_n, aw32, aw32_n, ch, 
     """(required command, earliest cycle) for a queued column command of the given row."""
     if b_state[ch, bidx] == 1:
         if b_row[ch, bidx] == row:
-            return ctype, b_timing[ch, bidx, ctype]
-        return PRE, b_timing[ch, bidx, PRE]
-    t = b_timing[ch, bidx, ACT]
+            return ctype, _ready_at(P, b_timing, ch, ctype, bidx)
+        return PRE, _ready_at(P, b_timing, ch, PRE, bidx)
+    t = _ready_at(P, b_timing, ch, ACT, bidx)
     # activation windows: tFAW (4 ACTs) and, for GDDR, t32AW (32 ACTs)
     if faw_n[ch, rank] >= 4:
         if faw[ch, rank, 0] > t:
@@ -236,18 +236,77 @@ def _queue_skipped_for_refresh(P, CS, refq, ch, q):
 def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
                    cq_n, cq_type, cq_bank, cq_rank, cq_row, cq_col, q_lb, ch, t):
     """DRAMsim3's GetCommandToIssue: round robin over queues, first ready entry oldest-first."""
+    if CS[ch, CS_MINLB] > t:
+        # no queue can have a ready command before then (a full failed scan leaves the
+        # round-robin pointer where it was, so skipping the scan changes nothing)
+        return -1, -1, -1
     nq = P[P_NQ]
+    per_bank = P[P_PER_RANK_Q] == 0
+    inref = CS[ch, CS_INREF] != 0
+    qidx = CS[ch, CS_QIDX]
+    mn = INF
     for _i in range(nq):
-        qi = CS[ch, CS_QIDX] + 1
-        if qi == nq:
-            qi = 0
+        # round robin from the queue after the one that issued last
+        qi = qidx + 1 + _i
+        if qi >= nq:
+            qi -= nq
+        lbq = q_lb[ch, qi]
+        if lbq > t:
+            if lbq < mn:
+                mn = lbq
+            continue
+        if inref and _queue_skipped_for_refresh(P, CS, refq, ch, qi):
+            continue
         CS[ch, CS_QIDX] = qi
-        if _queue_skipped_for_refresh(P, CS, refq, ch, qi):
-            continue
-        if q_lb[ch, qi] > t:
-            continue
+        n = cq_n[ch, qi]
         lb = INF
-        for k in range(cq_n[ch, qi]):
+        if per_bank and n > 0:
+            # Every entry of a per-bank queue addresses the same bank, so the bank's state
+            # decides for all of them: a closed bank needs an ACT for the oldest entry; an open
+            # bank serves row hits in age order and lets only the oldest entry precharge it.
+            bidx = qi
+            if b_state[ch, bidx] != 1:
+                ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
+                                            aw32, aw32_n, cq_n, cq_type, cq_bank, cq_rank,
+                                            cq_row, cq_col, ch, qi, 0, t, True)
+                if ok:
+                    return qi, 0, need
+                q_lb[ch, qi] = tr
+                if tr < mn:
+                    mn = tr
+                continue
+            open_row = b_row[ch, bidx]
+            for k in range(n):
+                if cq_row[ch, qi, k] == open_row:
+                    ct = cq_type[ch, qi, k]
+                    if (ct == WR or ct == WRP) and _rw_dependency(cq_n, cq_type, cq_bank,
+                                                                  cq_row, cq_col, ch, qi, k):
+                        continue
+                    tr = _ready_at(P, b_timing, ch, ct, bidx)
+                    if tr <= t:
+                        return qi, k, ct
+                    if tr < lb:
+                        lb = tr
+                elif k == 0:
+                    tr = _ready_at(P, b_timing, ch, PRE, bidx)
+                    allowed = b_hits[ch, bidx] >= P[P_ROW_HIT_CAP]
+                    if not allowed:
+                        allowed = True
+                        for j in range(1, n):
+                            if cq_row[ch, qi, j] == open_row:
+                                allowed = False
+                                break
+                    if allowed:
+                        if tr <= t:
+                            C[ch, C_ONDEMAND_PRE] += 1
+                            return qi, 0, PRE
+                        if tr < lb:
+                            lb = tr
+            q_lb[ch, qi] = lb
+            if lb < mn:
+                mn = lb
+            continue
+        for k in range(n):
             ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
                                         aw32, aw32_n, cq_n, cq_type, cq_bank, cq_rank, cq_row,
                                         cq_col, ch, qi, k, t, True)
@@ -256,6 +315,11 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             if tr < lb:
                 lb = tr
         q_lb[ch, qi] = lb
+        if lb < mn:
+            mn = lb
+    # a full failed scan leaves the round-robin pointer where it started
+    CS[ch, CS_QIDX] = qidx
+    CS[ch, CS_MINLB] = mn
     return -1, -1, -1
 
 
@@ -275,10 +339,13 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
     best_k = -1
     best_need = -1
     best_key = INF
+    mn = INF
     for q in range(P[P_NQ]):
         if _queue_skipped_for_refresh(P, CS, refq, ch, q):
             continue
         if q_lb[ch, q] > t:
+            if q_lb[ch, q] < mn:
+                mn = q_lb[ch, q]
             continue
         lb = INF
         n = cq_n[ch, q]
@@ -308,6 +375,10 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                 best_k = k
                 best_need = need
         q_lb[ch, q] = lb
+        if lb < mn:
+            mn = lb
+    if best_q < 0:
+        CS[ch, CS_MINLB] = mn
     if best_q >= 0 and best_need == PRE:
         # count the on-demand precharge as DRAMsim3 does
         _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, best_q, best_k,
@@ -337,109 +408,164 @@ def _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq
 
 @njit(cache=True, inline='always', _nrt=False)
 def _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t):
+    """Raise the earliest issue cycle of every command each timing rule constrains.
+
+    b_timing is [channel, command, slot]. With folded timing (P_FOLDED, the normal case) the
+    slots are: one per bank (same-bank rules), one per bank group (same-bank-group rules),
+    one per rank (other-bank-group and whole-rank rules) and one per rank for the rules other
+    ranks impose; a bank's earliest cycle is the max of its four slots (_ready_at). Folding is
+    exact because, checked per configuration in engine.timing, a wider scope's delay never
+    exceeds a narrower scope's for the same command pair where both apply. Otherwise (and for
+    per-bank refresh) every bank of a scope is raised one by one, as DRAMsim3 does."""
     banks = P[P_BANKS]
     bpg = P[P_BPG]
-    bg = (bidx - rank * banks) // bpg
-    if cmd == REF or cmd >= 8:
-        n = TN[SAME_RANK, cmd]
-        for b in range(rank * banks, rank * banks + banks):
-            for k in range(n):
-                v = t + TD[SAME_RANK, cmd, k]
-                c = TX[SAME_RANK, cmd, k]
-                if v > b_timing[ch, b, c]:
-                    b_timing[ch, b, c] = v
+    r0 = rank * banks
+    r1 = r0 + banks
+    nb = P[P_RANKS] * banks
+    if P[P_FOLDED] != 0 and cmd != REFB:
+        g = bidx // bpg
+        for k in range(TN[SAME_BANK, cmd]):
+            _raise(b_timing, ch, TX[SAME_BANK, cmd, k], bidx, bidx + 1,
+                   t + TD[SAME_BANK, cmd, k])
+        for k in range(TN[SAME_BG, cmd]):
+            _raise(b_timing, ch, TX[SAME_BG, cmd, k], nb + g, nb + g + 1,
+                   t + TD[SAME_BG, cmd, k])
+        base = nb + nb // bpg
+        for k in range(TN[OTHER_BG, cmd]):
+            _raise(b_timing, ch, TX[OTHER_BG, cmd, k], base + rank, base + rank + 1,
+                   t + TD[OTHER_BG, cmd, k])
+        for k in range(TN[SAME_RANK, cmd]):
+            _raise(b_timing, ch, TX[SAME_RANK, cmd, k], base + rank, base + rank + 1,
+                   t + TD[SAME_RANK, cmd, k])
+        base += P[P_RANKS]
+        for k in range(TN[OTHER_RANK, cmd]):
+            c = TX[OTHER_RANK, cmd, k]
+            v = t + TD[OTHER_RANK, cmd, k]
+            _raise(b_timing, ch, c, base, base + rank, v)
+            _raise(b_timing, ch, c, base + rank + 1, base + P[P_RANKS], v)
         return
-    n = TN[SAME_BANK, cmd]
-    for k in range(n):
-        v = t + TD[SAME_BANK, cmd, k]
-        c = TX[SAME_BANK, cmd, k]
-        if v > b_timing[ch, bidx, c]:
-            b_timing[ch, bidx, c] = v
-    n1 = TN[SAME_BG, cmd]
-    n2 = TN[OTHER_BG, cmd]
-    if n1 > 0 or n2 > 0:
-        for b in range(rank * banks, rank * banks + banks):
-            if b == bidx:
-                continue
-            same_bg = (b - rank * banks) // bpg == bg
-            sc = SAME_BG if same_bg else OTHER_BG
-            nn = n1 if same_bg else n2
-            for k in range(nn):
-                v = t + TD[sc, cmd, k]
-                c = TX[sc, cmd, k]
-                if v > b_timing[ch, b, c]:
-                    b_timing[ch, b, c] = v
-    n3 = TN[OTHER_RANK, cmd]
-    if n3 > 0:
-        for b in range(P[P_RANKS] * banks):
-            if b // banks == rank:
-                continue
-            for k in range(n3):
-                v = t + TD[OTHER_RANK, cmd, k]
-                c = TX[OTHER_RANK, cmd, k]
-                if v > b_timing[ch, b, c]:
-                    b_timing[ch, b, c] = v
+    if cmd == REF or cmd >= 8:
+        for k in range(TN[SAME_RANK, cmd]):
+            _raise(b_timing, ch, TX[SAME_RANK, cmd, k], r0, r1, t + TD[SAME_RANK, cmd, k])
+        return
+    for k in range(TN[SAME_BANK, cmd]):
+        _raise(b_timing, ch, TX[SAME_BANK, cmd, k], bidx, bidx + 1, t + TD[SAME_BANK, cmd, k])
+    g0 = r0 + ((bidx - r0) // bpg) * bpg
+    g1 = g0 + bpg
+    for k in range(TN[SAME_BG, cmd]):
+        c = TX[SAME_BG, cmd, k]
+        v = t + TD[SAME_BG, cmd, k]
+        _raise(b_timing, ch, c, g0, bidx, v)
+        _raise(b_timing, ch, c, bidx + 1, g1, v)
+    for k in range(TN[OTHER_BG, cmd]):
+        c = TX[OTHER_BG, cmd, k]
+        v = t + TD[OTHER_BG, cmd, k]
+        _raise(b_timing, ch, c, r0, g0, v)
+        _raise(b_timing, ch, c, g1, r1, v)
+    for k in range(TN[OTHER_RANK, cmd]):
+        c = TX[OTHER_RANK, cmd, k]
+        v = t + TD[OTHER_RANK, cmd, k]
+        _raise(b_timing, ch, c, 0, r0, v)
+        _raise(b_timing, ch, c, r1, nb, v)
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _invalidate_bank(P, q_lb, ch, bidx):
+def _ready_at(P, b_timing, ch, c, b):
+    """Earliest cycle command c may issue to bank b (see _update_timing for the slots)."""
+    v = b_timing[ch, c, b]
+    if P[P_FOLDED] != 0:
+        nb = P[P_RANKS] * P[P_BANKS]
+        r = b // P[P_BANKS]
+        base = nb + nb // P[P_BPG]
+        x = b_timing[ch, c, nb + b // P[P_BPG]]
+        if x > v:
+            v = x
+        x = b_timing[ch, c, base + r]
+        if x > v:
+            v = x
+        x = b_timing[ch, c, base + P[P_RANKS] + r]
+        if x > v:
+            v = x
+    return v
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _raise(b_timing, ch, c, lo, hi, v):
+    for b in range(lo, hi):
+        if v > b_timing[ch, c, b]:
+            b_timing[ch, c, b] = v
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _invalidate_bank(P, CS, q_lb, ch, bidx):
     if P[P_PER_RANK_Q] != 0:
-        q_lb[ch, bidx // P[P_BANKS]] = 0
+        _invalidate_q(CS, q_lb, ch, bidx // P[P_BANKS])
     else:
-        q_lb[ch, bidx] = 0
+        _invalidate_q(CS, q_lb, ch, bidx)
 
 
-@njit(cache=True, _nrt=False)
-def _issue(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
-           b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, pr_head, pr_next,
-           pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
-           ring_r_t, ring_r_code, ring_r_lat, hist_w, q_lb, ch, t, cmd, rank, bidx, row, addr,
-           conflict_pre):
-    """Apply one command: completions, statistics, bank state and timing."""
-    if cmd == RD or cmd == RDP:
-        done = t + P[P_READ_DELAY]
-        h = _hash(addr)
-        prev = -1
-        i = pr_head[ch, h]
-        while i >= 0:
-            nx = pr_next[ch, i]
-            if pr_addr[ch, i] == addr:
-                _ring_push(G, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
-                           done, (pr_id[ch, i] << 8) | (ch << 1), done - pr_added[ch, i])
-                if prev < 0:
-                    pr_head[ch, h] = nx
-                else:
-                    pr_next[ch, prev] = nx
-                pr_next[ch, i] = CS[ch, CS_PR_FREE]
-                CS[ch, CS_PR_FREE] = i
+@njit(cache=True, inline='always', _nrt=False)
+def _invalidate_q(CS, q_lb, ch, q):
+    """A queue's content or its bank's state changed: its readiness bound must be recomputed."""
+    q_lb[ch, q] = 0
+    CS[ch, CS_MINLB] = 0
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _complete_read(P, G, CS, pr_head, pr_next, pr_addr, pr_added, pr_id, ring_r_t,
+                   ring_r_code, ring_r_lat, ch, t, addr):
+    """A READ issued: every pending read of its line completes read_delay cycles later."""
+    done = t + P[P_READ_DELAY]
+    h = _hash(addr)
+    prev = -1
+    i = pr_head[ch, h]
+    while i >= 0:
+        nx = pr_next[ch, i]
+        if pr_addr[ch, i] == addr:
+            _ring_push(G, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
+                       done, (pr_id[ch, i] << 8) | (ch << 1), done - pr_added[ch, i])
+            if prev < 0:
+                pr_head[ch, h] = nx
             else:
-                prev = i
-            i = nx
-    elif cmd == WR or cmd == WRP:
-        h = _hash(addr)
-        prev = -1
-        i = pw_head[ch, h]
-        while i >= 0:
-            nx = pw_next[ch, i]
-            if pw_addr[ch, i] == addr:
-                lat = t - pw_added[ch, i] + P[P_WRITE_DELAY]
-                C[ch, C_WRITE_LAT_SUM] += lat
-                C[ch, C_WRITE_LAT_N] += 1
-                if lat >= hist_w.shape[1] - 1:
-                    hist_w[ch, hist_w.shape[1] - 1] += 1
-                else:
-                    hist_w[ch, lat] += 1
-                if prev < 0:
-                    pw_head[ch, h] = nx
-                else:
-                    pw_next[ch, prev] = nx
-                pw_next[ch, i] = CS[ch, CS_PW_FREE]
-                CS[ch, CS_PW_FREE] = i
-                break
+                pr_next[ch, prev] = nx
+            pr_next[ch, i] = CS[ch, CS_PR_FREE]
+            CS[ch, CS_PR_FREE] = i
+        else:
             prev = i
-            i = nx
-    # statistics (before the state update: a column command is a row hit if it is not the
-    # first access since the ACT, DRAMsim3's definition)
+        i = nx
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _complete_write(P, C, CS, pw_head, pw_next, pw_addr, pw_added, hist_w, ch, t, addr):
+    """A WRITE issued: it leaves the pending-write map; record its latency."""
+    h = _hash(addr)
+    prev = -1
+    i = pw_head[ch, h]
+    while i >= 0:
+        nx = pw_next[ch, i]
+        if pw_addr[ch, i] == addr:
+            lat = t - pw_added[ch, i] + P[P_WRITE_DELAY]
+            C[ch, C_WRITE_LAT_SUM] += lat
+            C[ch, C_WRITE_LAT_N] += 1
+            if lat >= hist_w.shape[1] - 1:
+                hist_w[ch, hist_w.shape[1] - 1] += 1
+            else:
+                hist_w[ch, lat] += 1
+            if prev < 0:
+                pw_head[ch, h] = nx
+            else:
+                pw_next[ch, prev] = nx
+            pw_next[ch, i] = CS[ch, CS_PW_FREE]
+            CS[ch, CS_PW_FREE] = i
+            break
+        prev = i
+        i = nx
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _command_stats(C, BK, RK, b_hits, b_last_conflict, b_streak, ch, cmd, rank, bidx,
+                   conflict_pre):
+    """Count one command: per-channel and per-bank counters, row hit / miss / conflict."""
     if cmd == RD or cmd == RDP or cmd == WR or cmd == WRP:
         is_rd = cmd == RD or cmd == RDP
         C[ch, C_READ_CMDS if is_rd else C_WRITE_CMDS] += 1
@@ -471,7 +597,12 @@ def _issue(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_
     elif cmd == REFB:
         C[ch, C_REFB] += 1
         BK[ch, bidx, BK_REFB] += 1
-    # state
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_conflict, r_open,
+                   faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx, row, conflict_pre):
+    """Apply one command to the bank and rank state (open rows, activation windows)."""
     if cmd == ACT:
         b_state[ch, bidx] = 1
         b_row[ch, bidx] = row
@@ -494,10 +625,10 @@ def _issue(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_
                 n -= 1
             aw32[ch, rank, n] = t + P[P_T32AW]
             aw32_n[ch, rank] = n + 1
-        _invalidate_bank(P, q_lb, ch, bidx)
+        _invalidate_bank(P, CS, q_lb, ch, bidx)
     elif cmd == RD or cmd == WR:
         b_hits[ch, bidx] += 1
-        _invalidate_bank(P, q_lb, ch, bidx)
+        _invalidate_bank(P, CS, q_lb, ch, bidx)
     elif cmd == RDP or cmd == WRP or cmd == PRE:
         if b_state[ch, bidx] == 1:
             BK[ch, bidx, BK_OPEN_CYCLES] += t - b_open_since[ch, bidx]
@@ -506,12 +637,11 @@ def _issue(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_
         b_row[ch, bidx] = -1
         b_hits[ch, bidx] = 0
         b_last_conflict[ch, bidx] = 1 if (cmd == PRE and conflict_pre) else 0
-        _invalidate_bank(P, q_lb, ch, bidx)
+        _invalidate_bank(P, CS, q_lb, ch, bidx)
     if cmd == REF:
         # rank-level: all queues of the rank may change readiness
         for b in range(rank * P[P_BANKS], (rank + 1) * P[P_BANKS]):
             b_last_conflict[ch, b] = 0
-    _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
 
 
 @njit(cache=True, inline='always', _nrt=False)
@@ -527,13 +657,13 @@ def _refresh_pick(P, CS, refq, b_state, b_timing, ch, t):
         pre_t = INF
         for b in range(rank * banks, (rank + 1) * banks):
             if b_state[ch, b] == 1:
-                tp = b_timing[ch, b, PRE]
+                tp = _ready_at(P, b_timing, ch, PRE, b)
                 if tp <= t:
                     return PRE, b
                 if tp < pre_t:
                     pre_t = tp
             else:
-                tr = b_timing[ch, b, REF]
+                tr = _ready_at(P, b_timing, ch, REF, b)
                 if tr <= t:
                     nready += 1
                 elif tr > need_t:
@@ -545,11 +675,11 @@ def _refresh_pick(P, CS, refq, b_state, b_timing, ch, t):
         return -1, need_t
     b = rank * banks + refq[ch, j, 2] * P[P_BPG] + refq[ch, j, 3]
     if b_state[ch, b] == 1:
-        tp = b_timing[ch, b, PRE]
+        tp = _ready_at(P, b_timing, ch, PRE, b)
         if tp <= t:
             return PRE, b
         return -1, tp
-    tr = b_timing[ch, b, REFB]
+    tr = _ready_at(P, b_timing, ch, REFB, b)
     if tr <= t:
         return REFB, b
     return -1, tr
@@ -615,17 +745,14 @@ def _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, c
         if nw >= high:
             CS[ch, CS_WDRAIN] = nw
         elif nw > P[P_WR_LOW]:
-            empty = True
-            if P[P_WR_LOW_DRAIN_EMPTY] != 0:
-                for q in range(P[P_NQ]):
-                    if cq_n[ch, q] != 0:
-                        empty = False
-                        break
-            if empty:
+            if P[P_WR_LOW_DRAIN_EMPTY] == 0 or CS[ch, CS_CQ_TOTAL] == 0:
                 CS[ch, CS_WDRAIN] = nw
     kind = 0
     if not unified and CS[ch, CS_WDRAIN] > 0:
         kind = 1
+    # nothing can move until a command queue frees a slot or a new transaction arrives
+    if CS[ch, CS_TQ_BLOCKED] == kind + 1:
+        return False
     for i in range(tq_n[ch, kind]):
         addr = tq_addr[ch, kind, i]
         is_write = tq_isw[ch, kind, i] != 0
@@ -657,14 +784,16 @@ def _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, c
         cq_mark[ch, q, k] = 0
         cq_id[ch, q, k] = 0
         cq_n[ch, q] = k + 1
-        q_lb[ch, q] = 0
+        _invalidate_q(CS, q_lb, ch, q)
         n = tq_n[ch, kind]
         for j in range(i, n - 1):
             tq_addr[ch, kind, j] = tq_addr[ch, kind, j + 1]
             tq_isw[ch, kind, j] = tq_isw[ch, kind, j + 1]
             tq_src[ch, kind, j] = tq_src[ch, kind, j + 1]
         tq_n[ch, kind] = n - 1
+        CS[ch, CS_CQ_TOTAL] += 1
         return True
+    CS[ch, CS_TQ_BLOCKED] = kind + 1
     return False
 
 
@@ -868,7 +997,9 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                                 CS[ch, CS_NMARKED] -= 1
                             _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba,
                                       cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, ch, q, k)
-                            q_lb[ch, q] = 0
+                            _invalidate_q(CS, q_lb, ch, q)
+                            CS[ch, CS_CQ_TOTAL] -= 1
+                            CS[ch, CS_TQ_BLOCKED] = 0
                 if cmd < 0:
                     break
                 is_rw = cmd == RD or cmd == WR or cmd == RDP or cmd == WRP
@@ -878,11 +1009,20 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                         break
                     C[ch, C_DUAL] += 1
                 rank = bidx // banks
-                _issue(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing,
-                       b_open_since, b_last_conflict, b_streak, r_open, faw, faw_n, aw32,
-                       aw32_n, pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next,
-                       pw_addr, pw_added, pw_id, ring_r_t, ring_r_code, ring_r_lat, hist_w,
-                       q_lb, ch, t, cmd, rank, bidx, row, addr, conflict_pre)
+                if cmd == RD or cmd == RDP:
+                    _complete_read(P, G, CS, pr_head, pr_next, pr_addr, pr_added, pr_id,
+                                   ring_r_t, ring_r_code, ring_r_lat, ch, t, addr)
+                elif cmd == WR or cmd == WRP:
+                    _complete_write(P, C, CS, pw_head, pw_next, pw_addr, pw_added, hist_w, ch,
+                                    t, addr)
+                # statistics before the state update: a column command is a row hit if it is
+                # not the first access since the ACT (DRAMsim3's definition)
+                _command_stats(C, BK, RK, b_hits, b_last_conflict, b_streak, ch, cmd, rank, bidx,
+                               conflict_pre)
+                _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_conflict,
+                               r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx,
+                               row, conflict_pre)
+                _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
                 _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col)
                 if cmd == REF or cmd == REFB:
                     CS[ch, CS_REFQ_HEAD] = (CS[ch, CS_REFQ_HEAD] + 1) % REFQ_CAP
@@ -890,9 +1030,9 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                     CS[ch, CS_INREF] = 0
                     if cmd == REF:
                         for b in range(rank * banks, (rank + 1) * banks):
-                            _invalidate_bank(P, q_lb, ch, b)
+                            _invalidate_bank(P, CS, q_lb, ch, b)
                     else:
-                        _invalidate_bank(P, q_lb, ch, bidx)
+                        _invalidate_bank(P, CS, q_lb, ch, bidx)
                 issued += 1
                 first_rw = is_rw
                 event = True
@@ -926,7 +1066,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
         elif final != 0 and G[G_FRONT_DONE] == 0:
             # DRAMsim3's end-of-file quirk: one phantom READ of the last address, offered
             # once, the cycle after the last line was accepted
-            if n_in > 0 and G[G_PHANTOM_DONE] == 0:
+            if P[P_PHANTOM_EOF] != 0 and n_in > 0 and G[G_PHANTOM_DONE] == 0:
                 G[G_PHANTOM_DONE] = 1
                 if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next,
                            pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added,
@@ -946,9 +1086,8 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
             continue
         # ---- idle: jump to the next cycle at which anything can change ------------------
         for ch in range(nch):
-            for q in range(P[P_NQ]):
-                if q_lb[ch, q] < next_t and not _queue_skipped_for_refresh(P, CS, refq, ch, q):
-                    next_t = q_lb[ch, q]
+            if CS[ch, CS_MINLB] < next_t:
+                next_t = CS[ch, CS_MINLB]
         nr = (t // ref_interval + 1) * ref_interval
         if nr < next_t:
             next_t = nr
@@ -986,6 +1125,7 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next, pr_add
     added = t + 1
     if G[G_RING_F_N] >= RING - 1:
         return False
+    CS[ch, CS_TQ_BLOCKED] = 0
     code = (rid << 8) | (ch << 1)
     if is_write:
         if _count_pending(pw_head, pw_next, pw_addr, ch, addr) == 0:

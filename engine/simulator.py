@@ -24,7 +24,7 @@ import numpy as np
 
 from engine import kernel as K
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled
-from engine.timing import COMMAND_NAMES, build_tables
+from engine.timing import COMMAND_NAMES, build_tables, folding_is_exact
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,11 @@ class Simulator:
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
         P[K.P_PHANTOM_EOF] = int(self.options.phantom_eof_read)
         P[K.P_CMDLOG] = int(self.options.cmd_trace is not None)
+        folded, why = folding_is_exact(self.tables, cfg)
+        if not folded:
+            log.info("%s: per-bank timing updates (scoped delays not nested: %s)", cfg.name,
+                     "; ".join(why[:3]))
+        P[K.P_FOLDED] = int(folded)
         self.P = P
         self.nq = nq
         pcap = tqs + nq * cqs + MERGE_SLACK
@@ -192,7 +197,8 @@ class Simulator:
         s["b_state"] = z((nch, nb), np.int64)
         s["b_row"] = np.full((nch, nb), -1, np.int64)
         s["b_hits"] = z((nch, nb), np.int64)
-        s["b_timing"] = z((nch, nb, 10), np.int64)
+        # [channel, command, slot]: a slot per bank, bank group, rank and other-rank set
+        s["b_timing"] = z((nch, 10, nb + nb // cfg.banks_per_group_eff + 2 * ranks), np.int64)
         s["b_open_since"] = z((nch, nb), np.int64)
         s["b_last_conflict"] = z((nch, nb), np.int64)
         s["b_streak"] = z((nch, nb), np.int64)

@@ -141,3 +141,44 @@ def build_tables(cfg) -> TimingTables:
     put(SAME_RANK, SREFX, [(ACT, d["srx_any"]), (REF, d["srx_any"]), (REFB, d["srx_any"]),
                            (SREFE, d["srx_any"])])
     return TimingTables(count=count, nxt=nxt, delay=delay)
+
+
+def folding_is_exact(tables: TimingTables, cfg) -> tuple[bool, list[str]]:
+    """Can the kernel keep one timing slot per bank group and per rank (see kernel._update_timing)?
+
+    Folding applies a bank-group rule to the issuing bank too, and an other-bank-group rule
+    to the whole rank. That changes nothing when, for every command pair, the wider scope's
+    delay is at most the narrower scope's, or when the bank's own state already forbids the
+    constrained command for at least that long (e.g. a REFRESH_BANK after an ACT must wait
+    for PRE and tRP, i.e. tRC). Returns (exact, reasons it is not)."""
+    d = derived_delays(cfg)
+    # earliest a command can follow on the issuing bank because of its own state
+    own_state_floor = {
+        (ACT, REFB): cfg.tRAS + cfg.tRP,              # PRE after tRAS, then tRP
+        (PRE, PRE): cfg.tRP + cfg.tRAS,               # ACT after tRP, PRE after tRAS
+    }
+    for c in (RD, WR, RDP, WRP):
+        own_state_floor[(RDP, c)] = d["rdp_act"] + min(d["act_rd"], d["act_wr"])
+        own_state_floor[(WRP, c)] = d["wr_act"] + min(d["act_rd"], d["act_wr"])
+    problems: list[str] = []
+
+    def rules(scope: int, cmd: int) -> dict[int, int]:
+        return {int(tables.nxt[scope, cmd, k]): int(tables.delay[scope, cmd, k])
+                for k in range(int(tables.count[scope, cmd]))}
+
+    for cmd in (RD, RDP, WR, WRP, ACT, PRE):
+        bank, bg, obg = rules(SAME_BANK, cmd), rules(SAME_BG, cmd), rules(OTHER_BG, cmd)
+        for wide, narrow_list in ((bg, (bank,)), (obg, (bg, bank))):
+            for nxt, dl in wide.items():
+                for narrow in narrow_list:
+                    bound = narrow.get(nxt)
+                    if bound is None and narrow is bank:
+                        bound = own_state_floor.get((cmd, nxt))
+                    if bound is None and narrow is bg:
+                        # a bank-group scope without this rule: the other banks of the group
+                        # are free of it, so folding would over-constrain them
+                        bound = -1 if dl > 0 else dl
+                    if bound is not None and dl > bound:
+                        problems.append(f"{COMMAND_NAMES[cmd]} -> {COMMAND_NAMES[nxt]}: "
+                                        f"{dl} > {bound}")
+    return not problems, problems

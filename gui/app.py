@@ -1,0 +1,79 @@
+"""Application start-up and the main window (a placeholder until the GUI issues land).
+
+    python main.py            # opens this window
+
+Keep start-up light: nothing here imports torch or the numba kernels; views that need them
+import them when first used.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+
+APP_NAME = "DiffMem Studio"
+
+PLACEHOLDER_TEXT = (
+    "<h2>DiffMem Studio</h2>"
+    "<p>DRAM behaviour of deep-learning workloads.</p>"
+    "<p>This window is a placeholder. Coming with later issues: project tree, memory "
+    "configuration editor, simulation view with live epoch plots, optimiser and studies.</p>"
+    "<p>Everything already works headless: run <code>python main.py --help</code>.</p>"
+)
+
+
+def _preset_names() -> list[str]:
+    """The engine's shipped DRAM presets (engine.config is light: no numba kernels)."""
+    try:
+        from engine.config import list_presets
+        return list_presets()
+    except Exception:  # noqa: BLE001 - the window must open even if the engine is broken
+        return []
+
+
+class MainWindow(QMainWindow):
+    """The top-level window: for now a label, File > Quit and the presets in the status bar."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWindowTitle(APP_NAME)
+        self.resize(900, 600)
+
+        label = QLabel(PLACEHOLDER_TEXT)
+        label.setObjectName("placeholderLabel")
+        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        label.setWordWrap(True)
+        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setMargin(24)
+        self.setCentralWidget(label)
+
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.setObjectName("fileMenu")
+        self.quit_action = QAction("&Quit", self)
+        self.quit_action.setObjectName("actionQuit")
+        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.triggered.connect(self.close)
+        file_menu.addAction(self.quit_action)
+
+        presets = _preset_names()
+        self.statusBar().showMessage(
+            "DRAM presets: " + ", ".join(presets) if presets
+            else "No DRAM presets found (resources/presets/dram)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Create the QApplication (or reuse one), show the main window, run the event loop."""
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(list(sys.argv if argv is None else argv) or [APP_NAME])
+    app.setApplicationName(APP_NAME)
+    window = MainWindow()
+    window.show()
+    return int(app.exec())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Dataflow / schedule optimiser (FADiff and baselines, PyTorch): filled by the optimiser issue."""

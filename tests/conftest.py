@@ -1,0 +1,21 @@
+"""Shared test set-up: Qt runs offscreen (no display needed); the shared reference data."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Before anything imports Qt (pytest-qt creates the QApplication lazily, after this module).
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The shared reference data (DRAMsim3 configs, reference outputs) beside the checkout."""
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"shared reference data not found at {SHARED_DIR} "
+                    "(the shared/ folder beside the repository is not checked out)")
+    return SHARED_DIR

@@ -248,8 +248,10 @@ class MemoryConfig:
                                    "(0 = DRAMsim3: when the write buffer is full)", minimum=0)
     write_low_watermark: int = _x(8, "requests", "drain when more than this many writes wait "
                                   "and every command queue is empty", minimum=0)
-    write_priority_pct: float = _x(0.0, "%", "share of scheduling slots reserved for writes",
-                                   minimum=0.0, maximum=100.0)
+    write_priority_pct: float = _x(0.0, "%", "lower (> 0) or raise (< 0) write priority: a "
+                                   "drain moves that share fewer of the waiting writes, or "
+                                   "starts when the buffer is that share less full",
+                                   minimum=-90.0, maximum=90.0)
     parbs_marking_cap: int = _x(5, "requests", "PAR-BS batch marking cap per bank", minimum=1)
     xor_bank_interleave: bool = _x(False, "", "XOR bank bits with low row bits")
 

@@ -37,8 +37,8 @@ INF = np.int64(1) << np.int64(62)
  P_READ_DELAY, P_WRITE_DELAY, P_SHIFT, P_CH_POS, P_CH_MASK, P_RA_POS, P_RA_MASK, P_BG_POS,
  P_BG_MASK, P_BA_POS, P_BA_MASK, P_RO_POS, P_RO_MASK, P_CO_POS, P_CO_MASK, P_ROW_HIT_CAP,
  P_SCHED, P_PAGE, P_EP_N, P_WR_HIGH, P_WR_LOW, P_PARBS_CAP, P_XOR, P_TRACK_IDS,
- P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED) = range(44)
-NP = 44
+ P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED, P_WR_PRIO_BP) = range(45)
+NP = 45
 
 SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS = range(4)
 PAGE_OPEN, PAGE_CLOSE, PAGE_OPEN_ADAPTIVE, PAGE_EARLY_PRE = range(4)
@@ -71,7 +71,8 @@ NRK = 4
  G_RING_R_HEAD, G_RING_R_N, G_RING_F_HEAD, G_RING_F_N, G_NCOMP_OUT, G_LAST_ACCEPT,
  G_PHANTOM_DONE, G_PHANTOM_ADDED, G_FRONT_LAG_SUM, G_NLOG, G_LAST_COMPLETE) = range(18)
 NG = 18
-LOG_COLS = 8   # command log: cycle, command, channel, rank, bankgroup, bank, row, column
+LOG_COLS = 9   # command log: cycle, command, printed channel, rank, bankgroup, bank, row,
+               # column, channel (DRAMsim3 prints channel -1 for refresh commands)
 
 SEQ_MASK = (1 << 40) - 1   # arrival sequence numbers, for age comparisons
 NSRC = 64               # request sources (trace files / cores) PAR-BS tells apart
@@ -742,11 +743,19 @@ def _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, c
     if CS[ch, CS_WDRAIN] == 0 and not unified:
         nw = tq_n[ch, 1]
         high = P[P_WR_HIGH] if P[P_WR_HIGH] > 0 else P[P_TQ_SIZE]
+        prio = P[P_WR_PRIO_BP]          # write priority change, in basis points
+        if prio < 0:
+            # higher write priority: drain when the buffer is that share less full
+            high = max(P[P_WR_LOW] + 1, (high * (10000 + prio) + 9999) // 10000)
+        drain = nw
+        if prio > 0:
+            # lower write priority: a drain moves that share fewer of the waiting writes
+            drain = max(1, (nw * (10000 - prio) + 9999) // 10000)
         if nw >= high:
-            CS[ch, CS_WDRAIN] = nw
+            CS[ch, CS_WDRAIN] = drain
         elif nw > P[P_WR_LOW]:
             if P[P_WR_LOW_DRAIN_EMPTY] == 0 or CS[ch, CS_CQ_TOTAL] == 0:
-                CS[ch, CS_WDRAIN] = nw
+                CS[ch, CS_WDRAIN] = drain
     kind = 0
     if not unified and CS[ch, CS_WDRAIN] > 0:
         kind = 1
@@ -836,7 +845,7 @@ def _parbs_mark(P, CS, cq_n, cq_bank, cq_src, cq_mark, src_rank, scratch, ch):
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col):
+def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
     if P[P_CMDLOG] == 0:
         return
     n = G[G_NLOG]
@@ -844,17 +853,17 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col):
         return
     cmd_log[n, 0] = t
     cmd_log[n, 1] = cmd
+    cmd_log[n, 2] = -1 if refresh else ch
+    cmd_log[n, 3] = rank
     if cmd == REF:
-        cmd_log[n, 2] = -1
         cmd_log[n, 4] = -1
         cmd_log[n, 5] = -1
     else:
-        cmd_log[n, 2] = ch
         cmd_log[n, 4] = (bidx - rank * P[P_BANKS]) // P[P_BPG]
         cmd_log[n, 5] = (bidx - rank * P[P_BANKS]) % P[P_BPG]
-    cmd_log[n, 3] = rank
     cmd_log[n, 6] = row
     cmd_log[n, 7] = col
+    cmd_log[n, 8] = ch
     G[G_NLOG] = n + 1
 
 
@@ -1023,7 +1032,8 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                                r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx,
                                row, conflict_pre)
                 _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
-                _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col)
+                _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col,
+                     cmd == REF or cmd == REFB or (cmd == PRE and not conflict_pre))
                 if cmd == REF or cmd == REFB:
                     CS[ch, CS_REFQ_HEAD] = (CS[ch, CS_REFQ_HEAD] + 1) % REFQ_CAP
                     CS[ch, CS_REFQ_N] -= 1

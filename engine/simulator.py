@@ -94,11 +94,11 @@ class Simulator:
         self.epochs: list[EpochRecord] = []
         self._next_id = 0
         self._last_req: tuple[int, int, int, int] | None = None
-        self._cmd_file = None
+        self._cmd_files: list = []
         if self.options.cmd_trace is not None:
-            self._cmd_path = Path(self.options.cmd_trace)
-            self._cmd_tmp = self._cmd_path.with_name(self._cmd_path.name + ".part")
-            self._cmd_file = open(self._cmd_tmp, "w", encoding="ascii")
+            self._cmd_paths = cmd_trace_paths(self.options.cmd_trace, cfg.channels)
+            self._cmd_tmps = [p.with_name(p.name + ".part") for p in self._cmd_paths]
+            self._cmd_files = [open(p, "w", encoding="ascii") for p in self._cmd_tmps]
         self._completions: list[np.ndarray] = []
         self.wall_seconds = 0.0
         self.finished = False
@@ -170,6 +170,7 @@ class Simulator:
         P[K.P_WR_HIGH] = cfg.write_high_watermark
         P[K.P_WR_LOW] = cfg.write_low_watermark
         P[K.P_WR_LOW_DRAIN_EMPTY] = 1
+        P[K.P_WR_PRIO_BP] = int(round(cfg.write_priority_pct * 100))
         P[K.P_PARBS_CAP] = cfg.parbs_marking_cap
         P[K.P_XOR] = int(bool(cfg.xor_bank_interleave))
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
@@ -376,15 +377,17 @@ class Simulator:
     def _drain_logs(self) -> None:
         G = self.s["G"]
         n = int(G[K.G_NLOG])
-        if n and self._cmd_file is not None:
+        if n and self._cmd_files:
             rows = self.s["cmd_log"][:n]
-            out = []
-            for r in rows:
+            out: list[list[str]] = [[] for _ in self._cmd_files]
+            for r in rows.tolist():
                 row = f"{r[6]:#x}" if r[6] >= 0 else "-0x1"
                 col = f"{r[7]:#x}" if r[7] >= 0 else "-0x1"
-                out.append(f"{r[0]:<18} {COMMAND_NAMES[r[1]]:<20} {r[2]:>3} {r[3]:>3} {r[4]:>3} "
-                           f"{r[5]:>3} {row:>8} {col:>8}\n")
-            self._cmd_file.write("".join(out))
+                out[r[8] if len(out) > 1 else 0].append(
+                    f"{r[0]:<18} {COMMAND_NAMES[r[1]]:<20} {r[2]:>3} {r[3]:>3} {r[4]:>3} "
+                    f"{r[5]:>3} {row:>8} {col:>8}\n")
+            for f, lines in zip(self._cmd_files, out):
+                f.write("".join(lines))
         G[K.G_NLOG] = 0
         m = int(G[K.G_NCOMP_OUT])
         if m:
@@ -436,21 +439,30 @@ class Simulator:
             self._close_epoch(num_cycles)
         self.finished = True
         self._drain_logs()
-        if self._cmd_file is not None:
-            self._cmd_file.close()
-            self._cmd_file = None
-            self._cmd_tmp.replace(self._cmd_path)
+        for f, tmp, path in zip(self._cmd_files, self._cmd_tmps, self._cmd_paths):
+            f.close()
+            tmp.replace(path)
+        self._cmd_files = []
 
     def close(self) -> None:
         """Release the command-trace file of an abandoned run (the partial file is removed)."""
-        if self._cmd_file is not None:
-            self._cmd_file.close()
-            self._cmd_file = None
-            self._cmd_tmp.unlink(missing_ok=True)
+        for f, tmp in zip(self._cmd_files, self._cmd_tmps):
+            f.close()
+            tmp.unlink(missing_ok=True)
+        self._cmd_files = []
 
     def stats(self) -> "Stats":
         from engine.stats import build_stats
         return build_stats(self)
+
+
+def cmd_trace_paths(path: str | Path, channels: int) -> list[Path]:
+    """Command-trace file per channel: PATH itself for one channel, else PATH.chN (DRAMsim3
+    also writes one command trace per channel)."""
+    path = Path(path)
+    if channels == 1:
+        return [path]
+    return [path.with_name(f"{path.stem}.ch{c}{path.suffix}") for c in range(channels)]
 
 
 def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,

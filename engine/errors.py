@@ -39,3 +39,7 @@ class TraceError(DiffMemError):
 
 class SimulationCancelled(DiffMemError):
     """Raised inside a run when the caller's cancel flag was set."""
+
+
+class SimulationError(DiffMemError):
+    """The simulated controller reached a state it cannot leave (e.g. a policy deadlock)."""

@@ -37,8 +37,8 @@ INF = np.int64(1) << np.int64(62)
  P_READ_DELAY, P_WRITE_DELAY, P_SHIFT, P_CH_POS, P_CH_MASK, P_RA_POS, P_RA_MASK, P_BG_POS,
  P_BG_MASK, P_BA_POS, P_BA_MASK, P_RO_POS, P_RO_MASK, P_CO_POS, P_CO_MASK, P_ROW_HIT_CAP,
  P_SCHED, P_PAGE, P_EP_N, P_WR_HIGH, P_WR_LOW, P_PARBS_CAP, P_XOR, P_TRACK_IDS,
- P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED, P_WR_PRIO_BP) = range(45)
-NP = 45
+ P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED, P_WR_PRIO_BP, P_WATCHDOG) = range(46)
+NP = 46
 
 SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS = range(4)
 PAGE_OPEN, PAGE_CLOSE, PAGE_OPEN_ADAPTIVE, PAGE_EARLY_PRE = range(4)
@@ -54,8 +54,8 @@ REFQ_CAP = 64
 (C_READ_CMDS, C_WRITE_CMDS, C_READ_HITS, C_WRITE_HITS, C_ACT, C_PRE, C_ONDEMAND_PRE, C_REF,
  C_REFB, C_DUAL, C_READS_DONE, C_WRITES_DONE, C_READS_ACCEPTED, C_WRITES_ACCEPTED,
  C_READ_LAT_SUM, C_WRITE_LAT_SUM, C_WRITE_LAT_N, C_WBUF_HITS, C_READ_MERGES, C_WRITE_MERGES,
- C_ROW_MISSES, C_ROW_CONFLICTS, C_REF_PRE) = range(23)
-NC = 23
+ C_ROW_MISSES, C_ROW_CONFLICTS, C_REF_PRE, C_RW_LIVELOCK_BREAKS) = range(24)
+NC = 24
 
 # ---- per-bank counters BK[ch, bank, k] (bank = rank*banks + bg*bpg + ba) -----------------
 (BK_ACT, BK_ACT_CONFLICT, BK_PRE, BK_RD, BK_WR, BK_HITS, BK_MISSES, BK_CONFLICTS,
@@ -80,7 +80,7 @@ RING = 1 << 16          # completion rings (reads from DRAM; posted/forwarded co
 HASH_BUCKETS = 1024     # per channel, for the pending read / write maps
 
 # kernel return codes
-NEED_INPUT, FINISHED, PAUSED = 0, 1, 2
+NEED_INPUT, FINISHED, PAUSED, DEADLOCK = 0, 1, 2, 3
 
 
 @njit(cache=True, inline='always', _nrt=False)
@@ -730,7 +730,7 @@ def _refresh_due(P, CS, refq, ch):
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, cq_addr,
+def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, cq_addr,
                           cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src,
                           cq_mark, cq_id, pr_head, pr_next, pr_addr, q_lb, ch):
     """Controller::ScheduleTransaction: move at most one transaction into a command queue.
@@ -759,50 +759,62 @@ def _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, c
     kind = 0
     if not unified and CS[ch, CS_WDRAIN] > 0:
         kind = 1
-    # nothing can move until a command queue frees a slot or a new transaction arrives
-    if CS[ch, CS_TQ_BLOCKED] == kind + 1:
-        return False
-    for i in range(tq_n[ch, kind]):
-        addr = tq_addr[ch, kind, i]
-        is_write = tq_isw[ch, kind, i] != 0
-        c, ra, bg, ba, ro, co = _decode(P, addr)
-        bidx = ra * P[P_BANKS] + bg * P[P_BPG] + ba
-        q = ra if P[P_PER_RANK_Q] != 0 else bidx
-        if cq_n[ch, q] >= P[P_CQ_SIZE]:
-            continue
-        if not unified and is_write:
-            if _count_pending(pr_head, pr_next, pr_addr, ch, addr) > 0:
-                CS[ch, CS_WDRAIN] = 0
-                return False
-            CS[ch, CS_WDRAIN] -= 1
-        k = cq_n[ch, q]
-        if P[P_PAGE] == PAGE_CLOSE:
-            cq_type[ch, q, k] = WRP if is_write else RDP
+    for attempt in range(2):
+        # nothing can move until a command queue frees a slot or a new transaction arrives
+        if CS[ch, CS_TQ_BLOCKED] == kind + 1:
+            return False
+        for i in range(tq_n[ch, kind]):
+            addr = tq_addr[ch, kind, i]
+            is_write = tq_isw[ch, kind, i] != 0
+            c, ra, bg, ba, ro, co = _decode(P, addr)
+            bidx = ra * P[P_BANKS] + bg * P[P_BPG] + ba
+            q = ra if P[P_PER_RANK_Q] != 0 else bidx
+            if cq_n[ch, q] >= P[P_CQ_SIZE]:
+                continue
+            if not unified and is_write:
+                if _count_pending(pr_head, pr_next, pr_addr, ch, addr) > 0:
+                    # a read of this line is still waiting: the drain stops (R->W order)
+                    CS[ch, CS_WDRAIN] = 0
+                    if attempt == 0 and CS[ch, CS_CQ_TOTAL] == 0:
+                        # DRAMsim3 would now restart and stop this drain every cycle, never
+                        # scheduling the read it waits for (its issue #2, a livelock). We
+                        # schedule from the read queue instead; until this point we behave
+                        # exactly as DRAMsim3 does.
+                        C[ch, C_RW_LIVELOCK_BREAKS] += 1
+                        kind = 0
+                        break
+                    return False
+                CS[ch, CS_WDRAIN] -= 1
+            k = cq_n[ch, q]
+            if P[P_PAGE] == PAGE_CLOSE:
+                cq_type[ch, q, k] = WRP if is_write else RDP
+            else:
+                cq_type[ch, q, k] = WR if is_write else RD
+            cq_addr[ch, q, k] = addr
+            cq_bank[ch, q, k] = bidx
+            cq_rank[ch, q, k] = ra
+            cq_bg[ch, q, k] = bg
+            cq_ba[ch, q, k] = ba
+            cq_row[ch, q, k] = ro
+            cq_col[ch, q, k] = co
+            cq_seq[ch, q, k] = CS[ch, CS_SEQ]
+            CS[ch, CS_SEQ] += 1
+            cq_src[ch, q, k] = tq_src[ch, kind, i]
+            cq_mark[ch, q, k] = 0
+            cq_id[ch, q, k] = 0
+            cq_n[ch, q] = k + 1
+            _invalidate_q(CS, q_lb, ch, q)
+            n = tq_n[ch, kind]
+            for j in range(i, n - 1):
+                tq_addr[ch, kind, j] = tq_addr[ch, kind, j + 1]
+                tq_isw[ch, kind, j] = tq_isw[ch, kind, j + 1]
+                tq_src[ch, kind, j] = tq_src[ch, kind, j + 1]
+            tq_n[ch, kind] = n - 1
+            CS[ch, CS_CQ_TOTAL] += 1
+            return True
         else:
-            cq_type[ch, q, k] = WR if is_write else RD
-        cq_addr[ch, q, k] = addr
-        cq_bank[ch, q, k] = bidx
-        cq_rank[ch, q, k] = ra
-        cq_bg[ch, q, k] = bg
-        cq_ba[ch, q, k] = ba
-        cq_row[ch, q, k] = ro
-        cq_col[ch, q, k] = co
-        cq_seq[ch, q, k] = CS[ch, CS_SEQ]
-        CS[ch, CS_SEQ] += 1
-        cq_src[ch, q, k] = tq_src[ch, kind, i]
-        cq_mark[ch, q, k] = 0
-        cq_id[ch, q, k] = 0
-        cq_n[ch, q] = k + 1
-        _invalidate_q(CS, q_lb, ch, q)
-        n = tq_n[ch, kind]
-        for j in range(i, n - 1):
-            tq_addr[ch, kind, j] = tq_addr[ch, kind, j + 1]
-            tq_isw[ch, kind, j] = tq_isw[ch, kind, j + 1]
-            tq_src[ch, kind, j] = tq_src[ch, kind, j + 1]
-        tq_n[ch, kind] = n - 1
-        CS[ch, CS_CQ_TOTAL] += 1
-        return True
-    CS[ch, CS_TQ_BLOCKED] = kind + 1
+            CS[ch, CS_TQ_BLOCKED] = kind + 1
+            return False
     return False
 
 
@@ -1052,7 +1064,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                     RK[ch, r, RK_ACTIVE] += 1
                 else:
                     RK[ch, r, RK_IDLE] += 1
-            if _schedule_transaction(P, CS, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type,
+            if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type,
                                      cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col,
                                      cq_seq, cq_src, cq_mark, cq_id, pr_head, pr_next, pr_addr,
                                      q_lb, ch):
@@ -1094,6 +1106,11 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
         if event:
             t += 1
             continue
+        if G[G_COMPLETED] < G[G_ACCEPTED] and t - G[G_LAST_COMPLETE] > P[P_WATCHDOG] \
+                and t - G[G_LAST_ACCEPT] > P[P_WATCHDOG]:
+            # requests outstanding, yet none completed for a very long time: a policy livelock
+            G[G_CLK] = t + 1
+            return DEADLOCK
         # ---- idle: jump to the next cycle at which anything can change ------------------
         for ch in range(nch):
             if CS[ch, CS_MINLB] < next_t:
@@ -1109,6 +1126,10 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
             next_t = stop_cycle
         if G[G_POS] >= n_in and final == 0 and horizon < next_t:
             next_t = horizon
+        if next_t >= INF:
+            # nothing can ever happen again, yet requests are outstanding
+            G[G_CLK] = t + 1
+            return DEADLOCK
         if next_t <= t + 1:
             t += 1
             continue

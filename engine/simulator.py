@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from engine import kernel as K
-from engine.errors import ConfigError, DiffMemError, SimulationCancelled
+from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
 from engine.timing import COMMAND_NAMES, build_tables, folding_is_exact
 
 log = logging.getLogger(__name__)
@@ -95,6 +95,8 @@ class Simulator:
         self._next_id = 0
         self._last_req: tuple[int, int, int, int] | None = None
         self._cmd_files: list = []
+        self._cmd_paths: list[Path] = []
+        self._cmd_tmps: list[Path] = []
         if self.options.cmd_trace is not None:
             self._cmd_paths = cmd_trace_paths(self.options.cmd_trace, cfg.channels)
             self._cmd_tmps = [p.with_name(p.name + ".part") for p in self._cmd_paths]
@@ -171,6 +173,8 @@ class Simulator:
         P[K.P_WR_LOW] = cfg.write_low_watermark
         P[K.P_WR_LOW_DRAIN_EMPTY] = 1
         P[K.P_WR_PRIO_BP] = int(round(cfg.write_priority_pct * 100))
+        # no completion for this long with requests outstanding is reported as a livelock
+        P[K.P_WATCHDOG] = max(1_000_000, 200 * cfg.tREFI)
         P[K.P_PARBS_CAP] = cfg.parbs_marking_cap
         P[K.P_XOR] = int(bool(cfg.xor_bank_interleave))
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
@@ -287,6 +291,8 @@ class Simulator:
                     continue
                 if rc == K.FINISHED:
                     self._finish_at(int(G[K.G_NUM_CYCLES]))
+                if rc == K.DEADLOCK:
+                    raise SimulationError(self._deadlock_report())
                 return rc
         finally:
             self.wall_seconds += time.perf_counter() - t0
@@ -372,6 +378,16 @@ class Simulator:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         allc = np.concatenate(parts)
         return allc[:, 0].copy(), allc[:, 1].copy()
+
+    def _deadlock_report(self) -> str:
+        s = self.s
+        busy = [(ch, q, int(s["cq_n"][ch, q])) for ch in range(self.cfg.channels)
+                for q in range(self.nq) if s["cq_n"][ch, q]]
+        return (f"{self.cfg.name}: the controller can make no further progress at cycle "
+                f"{self.clock} with {int(s['G'][K.G_ACCEPTED] - s['G'][K.G_COMPLETED])} "
+                f"requests outstanding (read queues {s['tq_n'][:, 0].tolist()}, write buffers "
+                f"{s['tq_n'][:, 1].tolist()}, non-empty command queues (channel, queue, "
+                f"entries) {busy[:8]}); this policy combination deadlocks on this traffic")
 
     # ---------------------------------------------------------------- bookkeeping
     def _drain_logs(self) -> None:

@@ -130,6 +130,7 @@ def _channel_block(cfg, C: np.ndarray, RK: np.ndarray, hist_r: np.ndarray, hist_
         "num_write_buf_hits": int(C[K.C_WBUF_HITS]),
         "num_read_merges": int(C[K.C_READ_MERGES]),
         "num_write_merges": int(C[K.C_WRITE_MERGES]),
+        "num_rw_livelock_breaks": int(C[K.C_RW_LIVELOCK_BREAKS]),
         "rank_active_cycles": RK[:, K.RK_ACTIVE].tolist(),
         "all_bank_idle_cycles": RK[:, K.RK_IDLE].tolist(),
         "sref_cycles": RK[:, K.RK_SREF].tolist(),
@@ -196,7 +197,11 @@ def build_stats(sim) -> Stats:
     summary["num_reads_accepted"] = int(tot_C[K.C_READS_ACCEPTED])
     summary["num_writes_accepted"] = int(tot_C[K.C_WRITES_ACCEPTED])
     summary["phantom_eof_read_added"] = int(G[K.G_PHANTOM_ADDED])
-    summary["writes_left_in_write_buffer"] = int(s["tq_n"][:, 1].sum())
+    # posted writes count as done on acceptance; these were never written to DRAM (they wait
+    # in the write buffer or a command queue when the run ends, as in DRAMsim3)
+    summary["writes_not_issued_at_end"] = int(tot_C[K.C_WRITES_ACCEPTED]
+                                              - tot_C[K.C_WRITE_MERGES]
+                                              - tot_C[K.C_WRITE_CMDS])
     acc = int(G[K.G_ACCEPTED])
     summary["frontend_mean_lag_cycles"] = int(G[K.G_FRONT_LAG_SUM]) / acc if acc else 0.0
     summary["simulated_time_ns"] = num_cycles * cfg.tCK

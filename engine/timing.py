@@ -10,8 +10,8 @@ every bank of scope S. The scopes are the ones a JEDEC controller distinguishes:
     SAME_RANK          every bank of X's rank (rank commands: REFRESH, self refresh)
 
 The delays are DRAMsim3's derivations (see ../shared/reference/dramsim3/NOTES.md §4), so that
-the engine agrees with it, with one deliberate difference: DRAMsim3 never applies tRFCb to the
-bank a per-bank refresh addresses (its upstream issue #24); we do.
+the engine agrees with it, with one deliberate difference: per-bank refresh (see build_tables),
+which DRAMsim3 models inconsistently (its upstream issue #24).
 The numba kernel reads these tables and never re-derives a timing rule.
 """
 from __future__ import annotations
@@ -130,12 +130,17 @@ def build_tables(cfg) -> TimingTables:
     if cfg.is_gddr or cfg.protocol == "LPDDR4":
         put(SAME_BG, PRE, [(PRE, d["pre_pre"])])
         put(OTHER_BG, PRE, [(PRE, d["pre_pre"])])
-    # Per-bank refresh. DRAMsim3 lists the refreshed bank's own delay under same_rank, which
-    # its update never reads (upstream issue #24); we apply tRFCb to that bank.
+    # Per-bank refresh, where we differ from DRAMsim3 on purpose (it has no reference run):
+    # DRAMsim3 lists the refreshed bank's own delay under same_rank, which its update never
+    # reads (upstream issue #24), and holds every other bank of the rank off ACT for tRFC
+    # and off the next per-bank refresh for a whole tREFI, so a rotation over 16 banks takes
+    # 16 x tREFI and refresh falls behind. We apply tRFCb to the refreshed bank and, as
+    # LPDDR4's per-bank refresh does, let the other banks activate after tRRD and take the
+    # next per-bank refresh after tRFCb.
     put(SAME_BANK, REFB, [(ACT, d["refb_act"]), (REFB, d["refb_act"]), (REF, d["refb_act"]),
                           (SREFE, d["refb_act"])])
-    put(SAME_BG, REFB, [(ACT, d["ref_act"]), (REFB, d["ref_ref"])])
-    put(OTHER_BG, REFB, [(ACT, d["ref_act"]), (REFB, d["ref_ref"])])
+    put(SAME_BG, REFB, [(ACT, d["act_act_l"]), (REFB, d["refb_act"])])
+    put(OTHER_BG, REFB, [(ACT, d["act_act_s"]), (REFB, d["refb_act"])])
     put(SAME_RANK, REF, [(ACT, d["ref_act"]), (REF, d["ref_act"]), (SREFE, d["ref_act"])])
     put(SAME_RANK, SREFE, [(SREFX, d["sre_srx"])])
     put(SAME_RANK, SREFX, [(ACT, d["srx_any"]), (REF, d["srx_any"]), (REFB, d["srx_any"]),

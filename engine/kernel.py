@@ -277,32 +277,47 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                     mn = tr
                 continue
             open_row = b_row[ch, bidx]
+            # readiness of a row hit depends only on its command type: look each up once
+            t_rd = INF
+            t_wr = INF
             for k in range(n):
                 if cq_row[ch, qi, k] == open_row:
                     ct = cq_type[ch, qi, k]
-                    if (ct == WR or ct == WRP) and _rw_dependency(cq_n, cq_type, cq_bank,
-                                                                  cq_row, cq_col, ch, qi, k):
-                        continue
-                    tr = _ready_at(P, b_timing, ch, ct, bidx)
+                    if ct == RD:
+                        if t_rd == INF:
+                            t_rd = _ready_at(P, b_timing, ch, RD, bidx)
+                        tr = t_rd
+                    elif ct == WR:
+                        if t_wr == INF:
+                            t_wr = _ready_at(P, b_timing, ch, WR, bidx)
+                        tr = t_wr
+                    else:
+                        tr = _ready_at(P, b_timing, ch, ct, bidx)
                     if tr <= t:
+                        if (ct == WR or ct == WRP) and _rw_dependency(
+                                cq_n, cq_type, cq_bank, cq_row, cq_col, ch, qi, k):
+                            continue
                         return qi, k, ct
                     if tr < lb:
                         lb = tr
                 elif k == 0:
+                    # only the oldest entry may precharge, and only when no queued command
+                    # hits the open row or the row has served its cap of hits
                     tr = _ready_at(P, b_timing, ch, PRE, bidx)
-                    allowed = b_hits[ch, bidx] >= P[P_ROW_HIT_CAP]
-                    if not allowed:
-                        allowed = True
-                        for j in range(1, n):
-                            if cq_row[ch, qi, j] == open_row:
-                                allowed = False
-                                break
-                    if allowed:
-                        if tr <= t:
+                    if tr <= t:
+                        allowed = b_hits[ch, bidx] >= P[P_ROW_HIT_CAP]
+                        if not allowed:
+                            allowed = True
+                            for j in range(1, n):
+                                if cq_row[ch, qi, j] == open_row:
+                                    allowed = False
+                                    break
+                        if allowed:
                             C[ch, C_ONDEMAND_PRE] += 1
                             return qi, 0, PRE
-                        if tr < lb:
-                            lb = tr
+                    elif tr < lb:
+                        # a lower bound: the precharge may still be refused then
+                        lb = tr
             q_lb[ch, qi] = lb
             if lb < mn:
                 mn = lb
@@ -730,9 +745,10 @@ def _refresh_due(P, CS, refq, ch):
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, cq_addr,
-                          cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src,
-                          cq_mark, cq_id, pr_head, pr_next, pr_addr, q_lb, ch):
+def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq_type,
+                          cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq,
+                          cq_src, cq_mark, cq_id, pr_head, pr_next, pr_addr, q_lb, b_state,
+                          b_row, b_timing, ch):
     """Controller::ScheduleTransaction: move at most one transaction into a command queue.
 
     Writes wait in the write buffer until it reaches the high watermark (DRAMsim3: full), or
@@ -764,13 +780,13 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type
         if CS[ch, CS_TQ_BLOCKED] == kind + 1:
             return False
         for i in range(tq_n[ch, kind]):
+            q = tq_q[ch, kind, i]
+            if cq_n[ch, q] >= P[P_CQ_SIZE]:
+                continue
             addr = tq_addr[ch, kind, i]
             is_write = tq_isw[ch, kind, i] != 0
             c, ra, bg, ba, ro, co = _decode(P, addr)
             bidx = ra * P[P_BANKS] + bg * P[P_BPG] + ba
-            q = ra if P[P_PER_RANK_Q] != 0 else bidx
-            if cq_n[ch, q] >= P[P_CQ_SIZE]:
-                continue
             if not unified and is_write:
                 if _count_pending(pr_head, pr_next, pr_addr, ch, addr) > 0:
                     # a read of this line is still waiting: the drain stops (R->W order)
@@ -803,12 +819,25 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type
             cq_mark[ch, q, k] = 0
             cq_id[ch, q, k] = 0
             cq_n[ch, q] = k + 1
-            _invalidate_q(CS, q_lb, ch, q)
+            if k == 0 or P[P_PER_RANK_Q] != 0:
+                _invalidate_q(CS, q_lb, ch, q)
+            elif b_state[ch, bidx] == 1 and b_row[ch, bidx] == ro:
+                # appended to a per-bank queue whose bank has this row open: the queue's
+                # readiness bound can only come down to this row hit's (it may rise, if the
+                # hit now forbids the oldest entry's precharge: a lower bound stays valid)
+                tr = _ready_at(P, b_timing, ch, cq_type[ch, q, k], bidx)
+                if tr < q_lb[ch, q]:
+                    q_lb[ch, q] = tr
+                if tr < CS[ch, CS_MINLB]:
+                    CS[ch, CS_MINLB] = tr
+            # else: behind an older entry of a closed bank, or a row miss behind it: this
+            # entry cannot be the queue's first ready one, the bound stands
             n = tq_n[ch, kind]
             for j in range(i, n - 1):
                 tq_addr[ch, kind, j] = tq_addr[ch, kind, j + 1]
                 tq_isw[ch, kind, j] = tq_isw[ch, kind, j + 1]
                 tq_src[ch, kind, j] = tq_src[ch, kind, j + 1]
+                tq_q[ch, kind, j] = tq_q[ch, kind, j + 1]
             tq_n[ch, kind] = n - 1
             CS[ch, CS_CQ_TOTAL] += 1
             return True
@@ -882,7 +911,7 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
 @njit(cache=True, _nrt=False)
 def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
                b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb,
-               src_rank, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type, cq_addr, cq_bank,
+               src_rank, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq_type, cq_addr, cq_bank,
                cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, pr_head,
                pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
                ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code, ring_f_lat, hist_r,
@@ -1064,16 +1093,16 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                     RK[ch, r, RK_ACTIVE] += 1
                 else:
                     RK[ch, r, RK_IDLE] += 1
-            if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, cq_n, cq_type,
-                                     cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col,
-                                     cq_seq, cq_src, cq_mark, cq_id, pr_head, pr_next, pr_addr,
-                                     q_lb, ch):
+            if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
+                                     cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row,
+                                     cq_col, cq_seq, cq_src, cq_mark, cq_id, pr_head, pr_next,
+                                     pr_addr, q_lb, b_state, b_row, b_timing, ch):
                 event = True
         # ---- 3. front end: one request a cycle, in order --------------------------------
         pos = G[G_POS]
         if pos < n_in:
             if in_cyc[pos] <= t:
-                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next,
+                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
                            pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
                            ring_f_t, ring_f_code, ring_f_lat, in_addr[pos], in_isw[pos] != 0,
                            in_src[pos], in_id[pos], t):
@@ -1090,7 +1119,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
             # once, the cycle after the last line was accepted
             if P[P_PHANTOM_EOF] != 0 and n_in > 0 and G[G_PHANTOM_DONE] == 0:
                 G[G_PHANTOM_DONE] = 1
-                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next,
+                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
                            pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added,
                            pw_id, ring_f_t, ring_f_code, ring_f_lat, in_addr[n_in - 1], False,
                            in_src[n_in - 1], -1, t):
@@ -1144,11 +1173,12 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next, pr_addr, pr_added,
+def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, pr_addr, pr_added,
             pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id, ring_f_t, ring_f_code,
             ring_f_lat, addr, is_write, src, rid, t):
     """WillAcceptTransaction + AddTransaction at front-end tick t (controller clock t + 1)."""
     ch, ra, bg, ba, ro, co = _decode(P, addr)
+    qidx = ra if P[P_PER_RANK_Q] != 0 else ra * P[P_BANKS] + bg * P[P_BPG] + ba
     unified = P[P_UNIFIED] != 0
     kind = 0 if (unified or not is_write) else 1
     if tq_n[ch, kind] >= P[P_TQ_SIZE]:
@@ -1167,6 +1197,7 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next, pr_add
             tq_addr[ch, kind, n] = addr
             tq_isw[ch, kind, n] = 1
             tq_src[ch, kind, n] = src
+            tq_q[ch, kind, n] = qidx
             tq_n[ch, kind] = n + 1
         else:
             C[ch, C_WRITE_MERGES] += 1
@@ -1189,6 +1220,7 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, pr_head, pr_next, pr_add
                 tq_addr[ch, kind, n] = addr
                 tq_isw[ch, kind, n] = 0
                 tq_src[ch, kind, n] = src
+                tq_q[ch, kind, n] = qidx
                 tq_n[ch, kind] = n + 1
             else:
                 C[ch, C_READ_MERGES] += 1

@@ -219,6 +219,7 @@ class Simulator:
         s["tq_addr"] = z((nch, 2, tqs), np.int64)
         s["tq_isw"] = z((nch, 2, tqs), np.int64)
         s["tq_src"] = z((nch, 2, tqs), np.int64)
+        s["tq_q"] = z((nch, 2, tqs), np.int64)
         s["cq_n"] = z((nch, nq), np.int64)
         for name in ("cq_type", "cq_addr", "cq_bank", "cq_rank", "cq_bg", "cq_ba", "cq_row",
                      "cq_col", "cq_seq", "cq_src", "cq_mark", "cq_id"):
@@ -256,7 +257,7 @@ class Simulator:
             s["C"], s["BK"], s["RK"], s["b_state"], s["b_row"], s["b_hits"], s["b_timing"],
             s["b_open_since"], s["b_last_conflict"], s["b_streak"], s["r_open"], s["faw"],
             s["faw_n"], s["aw32"], s["aw32_n"], s["refq"], s["q_lb"], s["src_rank"], s["tq_n"],
-            s["tq_addr"], s["tq_isw"], s["tq_src"], s["cq_n"], s["cq_type"], s["cq_addr"],
+            s["tq_addr"], s["tq_isw"], s["tq_src"], s["tq_q"], s["cq_n"], s["cq_type"], s["cq_addr"],
             s["cq_bank"], s["cq_rank"], s["cq_bg"], s["cq_ba"], s["cq_row"], s["cq_col"],
             s["cq_seq"], s["cq_src"], s["cq_mark"], s["cq_id"], s["pr_head"], s["pr_next"],
             s["pr_addr"], s["pr_added"], s["pr_id"], s["pw_head"], s["pw_next"], s["pw_addr"],

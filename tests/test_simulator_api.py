@@ -1,0 +1,168 @@
+"""The Simulator API a framework or the GUI drives: online access, completions, progress and
+epochs, cancellation, streaming in chunks, cycle limits and bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.config import load_config
+from engine.errors import DiffMemError, SimulationCancelled, TraceError
+from engine.simulator import SimOptions, Simulator, simulate_trace
+from engine.trace import TraceChunk, write_text
+
+
+@pytest.fixture(scope="module")
+def ddr4():
+    return load_config("DDR4-3200")
+
+
+def _random_chunk(n, seed=0, gap=2, writes=1 / 3):
+    rng = np.random.default_rng(seed)
+    addr = (rng.integers(0, (1 << 30) // 64, n) * 64).astype(np.uint64)
+    return TraceChunk(addr, rng.random(n) < writes, np.arange(n, dtype=np.int64) * gap,
+                      np.zeros(n, np.uint16))
+
+
+def test_idle_read_latency_is_trcd_cl_burst(ddr4):
+    """One read to a closed bank: accepted at cycle 1, command queue at 2, ACT at 2, READ at
+    2 + tRCD, data done read_delay later (DRAMsim3's 1 + tRCD + CL + BL/2 after acceptance)."""
+    sim = Simulator(ddr4, SimOptions(track_completions=True, epoch=0))
+    ids = sim.access([0x1000], [64], [False], [0])
+    st = sim.finish()
+    done_id, done_t = sim.completions()
+    assert done_id.tolist() == ids.tolist()
+    assert st.summary["average_read_latency"] == 1 + ddr4.tRCD + ddr4.CL + ddr4.burst_cycle
+    assert done_t[0] == 1 + st.summary["average_read_latency"]
+
+
+def test_access_splits_into_request_lines(ddr4):
+    sim = Simulator(ddr4, SimOptions(track_completions=True, epoch=0))
+    ids = sim.access([0x100, 0x10000], [256, 64], [False, True], [0, 10])
+    assert len(ids) == 4 + 1
+    st = sim.finish()
+    assert st.summary["num_reads_done"] == 4 and st.summary["num_writes_done"] == 1
+    done_id, _ = sim.completions()
+    assert sorted(done_id.tolist()) == sorted(ids.tolist())
+
+
+def test_online_advance_then_more_requests(ddr4):
+    sim = Simulator(ddr4, SimOptions(track_completions=True, epoch=0))
+    sim.access([0x0], [64], [False], [0])
+    sim.advance(500)
+    assert sim.clock == 500
+    ids, t = sim.completions()
+    assert len(ids) == 1 and t[0] < 500
+    sim.access([0x40], [64], [False], [600])
+    sim.finish()
+    ids2, t2 = sim.completions()
+    assert len(ids2) == 1 and t2[0] > 600
+    with pytest.raises(DiffMemError):
+        sim.access([0x80], [64], [False], [10_000])
+
+
+def test_chunked_feed_equals_one_shot(ddr4):
+    """Streaming in small chunks changes nothing: same cycles, latencies, energy."""
+    ch = _random_chunk(20_000, seed=4)
+    one = Simulator(ddr4, SimOptions(epoch=0))
+    one.feed(ch.addr, ch.is_write, ch.cycle, final=True)
+    many = Simulator(ddr4, SimOptions(epoch=0))
+    for s in range(0, len(ch), 777):
+        sl = slice(s, s + 777)
+        many.feed(ch.addr[sl], ch.is_write[sl], ch.cycle[sl])
+    a, b = one.stats().summary, many.finish().summary
+    for key in ("num_cycles", "num_reads_done", "num_writes_done", "average_read_latency",
+                "num_act_cmds", "num_read_row_hits", "total_energy", "read_latency_p99"):
+        assert a[key] == b[key], key
+
+
+def test_state_memory_is_constant_in_trace_length(ddr4, tmp_path):
+    """The kernel state is allocated once, from the configuration alone."""
+    sizes = []
+    for n in (2_000, 40_000):
+        sim = Simulator(ddr4, SimOptions(epoch=0, chunk_size=4096))
+        ch = _random_chunk(n, seed=n)
+        for s in range(0, n, 4096):
+            sim.feed(ch.addr[s:s + 4096], ch.is_write[s:s + 4096], ch.cycle[s:s + 4096])
+        sim.finish()
+        sizes.append(sum(a.nbytes for a in sim.s.values()))
+    assert sizes[0] == sizes[1]
+
+
+def test_epochs_add_up_and_progress_is_reported(ddr4):
+    ch = _random_chunk(10_000, seed=2)
+    seen = []
+    sim = Simulator(ddr4, SimOptions(epoch=5_000))
+    sim.feed(ch.addr, ch.is_write, ch.cycle, final=True,
+             progress=lambda s, rec: seen.append(rec.end))
+    st = sim.stats()
+    assert seen == sorted(seen) and len(seen) >= 5
+    assert sum(e["reads_done"] for e in st.epochs) == st.summary["num_reads_done"]
+    assert sum(e["writes_done"] for e in st.epochs) == st.summary["num_writes_done"]
+    assert st.epochs[-1]["end"] == st.summary["num_cycles"]
+    util = np.array(st.epochs[0]["bank_utilisation"])
+    assert util.shape == (1, ddr4.ranks * ddr4.banks)
+    assert ((0 <= util) & (util <= 1)).all()
+
+
+def test_cancel_stops_between_kernel_calls(ddr4):
+    ch = _random_chunk(50_000, seed=3)
+    sim = Simulator(ddr4, SimOptions(epoch=2_000))
+    calls = []
+
+    def cancel():
+        calls.append(1)
+        return len(calls) > 3
+
+    with pytest.raises(SimulationCancelled):
+        sim.feed(ch.addr, ch.is_write, ch.cycle, final=True, cancel=cancel)
+    assert not sim.finished
+
+
+def test_cycle_limit_stops_like_dramsim3_c(ddr4):
+    ch = _random_chunk(5_000, seed=5)
+    sim = Simulator(ddr4, SimOptions(cycles=3_000, epoch=0))
+    sim.feed(ch.addr, ch.is_write, ch.cycle, final=True)
+    st = sim.stats().summary
+    assert st["num_cycles"] == 3_000
+    assert st["num_reads_done"] + st["num_writes_done"] < 5_000
+
+
+def test_stats_units_and_consistency(ddr4):
+    ch = _random_chunk(5_000, seed=6)
+    sim = Simulator(ddr4, SimOptions(epoch=0))
+    sim.feed(ch.addr, ch.is_write, ch.cycle, final=True)
+    s = sim.stats().summary
+    assert s["average_read_latency_ns"] == pytest.approx(s["average_read_latency"] * ddr4.tCK)
+    assert s["read_latency_p50"] <= s["read_latency_p99"] <= s["read_latency_max"]
+    col = s["num_read_cmds"] + s["num_write_cmds"]
+    assert (s["num_read_row_hits"] + s["num_write_row_hits"] + s["num_row_misses"]
+            + s["num_row_conflicts"]) == col
+    causes = s["energy_by_cause"]
+    assert sum(causes.values()) == pytest.approx(s["total_energy_with_io"], rel=1e-9)
+    bw = (s["num_reads_done"] + s["num_writes_done"]) * 64 / (s["num_cycles"] * ddr4.tCK)
+    assert s["average_bandwidth"] == pytest.approx(bw)
+
+
+def test_bad_inputs_name_what_is_wrong(ddr4, tmp_path):
+    bad = tmp_path / "bad.trace"
+    bad.write_text("0x40 READ 0\n0x80 READX 1\n")
+    with pytest.raises(TraceError, match=r"bad.trace:2"):
+        simulate_trace(ddr4, bad)
+    far = tmp_path / "far.trace"
+    far.write_text(f"{ddr4.capacity_bytes:#x} READ 0\n")
+    with pytest.raises(TraceError, match=r"far.trace:1.*capacity"):
+        simulate_trace(ddr4, far)
+    sim = Simulator(ddr4)
+    with pytest.raises(DiffMemError, match="beyond the memory capacity"):
+        sim.access([ddr4.capacity_bytes + 64], [64], [False], [0])
+
+
+def test_multi_file_traces_merge_by_time(ddr4, tmp_path):
+    a = TraceChunk(np.array([0, 64, 128], np.uint64), np.zeros(3, bool),
+                   np.array([0, 10, 20]), np.zeros(3, np.uint16))
+    b = TraceChunk(np.array([1 << 20, (1 << 20) + 64], np.uint64), np.ones(2, bool),
+                   np.array([5, 15]), np.zeros(2, np.uint16))
+    write_text(tmp_path / "a.trace", a)
+    write_text(tmp_path / "b.trace", b)
+    st = simulate_trace(ddr4, [tmp_path / "a.trace", tmp_path / "b.trace"]).summary
+    assert st["num_reads_done"] == 3 and st["num_writes_done"] == 2

@@ -140,8 +140,14 @@ def _channel_block(cfg, C: np.ndarray, RK: np.ndarray, hist_r: np.ndarray, hist_
     d.update(_latency_block(hist_r, int(C[K.C_READ_LAT_SUM]), reads, tck, "read"))
     d.update(_latency_block(hist_w, int(C[K.C_WRITE_LAT_SUM]), int(C[K.C_WRITE_LAT_N]), tck,
                             "write"))
+    # energy components in pJ under DRAMsim3's names (act_energy, ...), plus IO energy
     for k, v in energy.items():
-        d[k if k.endswith("total") or k == "total" else f"{k}_energy"] = v
+        if k == "core_total":
+            d["core_energy"] = v
+        elif k == "io_total":
+            d["io_energy"] = v
+        elif k != "total":
+            d[f"{k}_energy"] = v
     # total_energy is the DRAM core energy, comparable with DRAMsim3's; IO comes on top
     d["total_energy"] = energy.get("core_total", 0.0)
     d["total_energy_with_io"] = energy.get("total", 0.0)

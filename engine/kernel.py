@@ -151,6 +151,31 @@ def _ring_push(G, ring_t, ring_code, ring_lat, head_k, n_k, t, code, lat):
 
 
 @njit(cache=True, inline='always', _nrt=False)
+def _pop_completions(G, C, ring_t, ring_code, ring_lat, head_k, n_k, hist_r, comp_out, track, t):
+    """Return every completion of one ring due by cycle t (ReturnDoneTrans): count it, and
+    record a read's latency (cycles from acceptance by the controller to completion)."""
+    while G[n_k] > 0 and ring_t[G[head_k]] <= t:
+        j = G[head_k]
+        code = ring_code[j]
+        ch = (code >> 1) & 127
+        if code & 1:
+            C[ch, C_WRITES_DONE] += 1
+        else:
+            C[ch, C_READS_DONE] += 1
+            lat = ring_lat[j]
+            C[ch, C_READ_LAT_SUM] += lat
+            hist_r[ch, min(lat, hist_r.shape[1] - 1)] += 1
+        if track:
+            comp_out[G[G_NCOMP_OUT], 0] = code >> 8
+            comp_out[G[G_NCOMP_OUT], 1] = t
+            G[G_NCOMP_OUT] += 1
+        G[G_COMPLETED] += 1
+        G[G_LAST_COMPLETE] = t
+        G[head_k] = (j + 1) & (RING - 1)
+        G[n_k] -= 1
+
+
+@njit(cache=True, inline='always', _nrt=False)
 def _bank_ready_time(P, b_state, b_row, b_timing, faw, faw_n, aw32, aw32_n, ch, rank, bidx,
                      row, ctype):
     """(required command, earliest cycle) for a queued column command of the given row."""
@@ -944,44 +969,10 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
             return NEED_INPUT
         event = False
         # ---- 1. completions due at t ----------------------------------------------------
-        while G[G_RING_R_N] > 0 and ring_r_t[G[G_RING_R_HEAD]] <= t:
-            j = G[G_RING_R_HEAD]
-            code = ring_r_code[j]
-            ch = (code >> 1) & 127
-            C[ch, C_READS_DONE] += 1
-            lat = ring_r_lat[j]
-            C[ch, C_READ_LAT_SUM] += lat
-            if lat >= hist_r.shape[1] - 1:
-                hist_r[ch, hist_r.shape[1] - 1] += 1
-            else:
-                hist_r[ch, lat] += 1
-            if track:
-                comp_out[G[G_NCOMP_OUT], 0] = code >> 8
-                comp_out[G[G_NCOMP_OUT], 1] = t
-                G[G_NCOMP_OUT] += 1
-            G[G_COMPLETED] += 1
-            G[G_LAST_COMPLETE] = t
-            G[G_RING_R_HEAD] = (j + 1) & (RING - 1)
-            G[G_RING_R_N] -= 1
-        while G[G_RING_F_N] > 0 and ring_f_t[G[G_RING_F_HEAD]] <= t:
-            j = G[G_RING_F_HEAD]
-            code = ring_f_code[j]
-            ch = (code >> 1) & 127
-            if code & 1:
-                C[ch, C_WRITES_DONE] += 1
-            else:
-                C[ch, C_READS_DONE] += 1
-                lat = ring_f_lat[j]
-                C[ch, C_READ_LAT_SUM] += lat
-                hist_r[ch, lat] += 1
-            if track:
-                comp_out[G[G_NCOMP_OUT], 0] = code >> 8
-                comp_out[G[G_NCOMP_OUT], 1] = t
-                G[G_NCOMP_OUT] += 1
-            G[G_COMPLETED] += 1
-            G[G_LAST_COMPLETE] = t
-            G[G_RING_F_HEAD] = (j + 1) & (RING - 1)
-            G[G_RING_F_N] -= 1
+        _pop_completions(G, C, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
+                         hist_r, comp_out, track, t)
+        _pop_completions(G, C, ring_f_t, ring_f_code, ring_f_lat, G_RING_F_HEAD, G_RING_F_N,
+                         hist_r, comp_out, track, t)
         # ---- 2. controllers ---------------------------------------------------------------
         ref_due = t > 0 and t % ref_interval == 0
         next_t = INF

@@ -485,8 +485,11 @@ def cmd_trace_paths(path: str | Path, channels: int) -> list[Path]:
 def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                    options: SimOptions | None = None, *,
                    progress: ProgressFn | None = None,
-                   cancel: Callable[[], bool] | None = None) -> "Stats":
-    """Simulate one trace file, or several merged by time (one per core/stream)."""
+                   cancel: Callable[[], bool] | None = None,
+                   group: str = "trace") -> "Stats":
+    """Simulate one trace file, or several merged by time (one per core/stream).
+
+    `group` names the HDF5 group of an HDF5 trace (a project file holds several)."""
     from engine.trace import iter_merged, iter_trace
     options = options or SimOptions()
     sim = Simulator(cfg, options)
@@ -495,9 +498,10 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
     try:
         if len(paths) == 1:
             chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,
-                                          capacity_bytes=cap)
+                                          capacity_bytes=cap, group=group)
         else:
-            chunks = iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap)
+            chunks = iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
+                                 group=group)
         for ch in chunks:
             sim.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, progress=progress,
                      cancel=cancel)

@@ -1,0 +1,640 @@
+"""A DiffMem Studio project: one HDF5 file holding configs, traces and simulation runs.
+
+    from projects.store import Project
+
+    with Project.create("study.dmproj") as p:
+        p.add_config("ddr4", load_config("DDR4-3200"))
+        p.add_trace("unet", "unet.trace")                 # embedded, streamed in chunks
+        stats = simulate_source(p.get_config("ddr4"), p.trace_source("unet"))
+        p.add_run("r1", "ddr4", "unet", {"epoch": 1000}, stats)
+        p.save()
+
+Editing model: :meth:`Project.open` copies the project file to a *working copy* next to it
+(``.<name>.work-<pid>``) and every edit goes there; the project file itself changes only in
+:meth:`Project.save`, which writes a fresh file (an h5py copy of every group, which also
+reclaims the space of deleted items) to a temporary name in the same folder, flushes and
+fsyncs it, moves it onto the project with ``os.replace`` and fsyncs the folder.  An
+interrupted save leaves the last saved file untouched and removes its temporary file.
+:meth:`Project.close` without :meth:`Project.save` discards the edits.
+
+Locking: a writable open creates ``<project>.lock`` (``O_CREAT | O_EXCL``) holding the pid and
+host of the holder as JSON.  A second writable open raises :class:`ProjectInUse` naming the
+holder; a lock whose process is gone (same host, pid not alive) is taken over with a
+warning.  Read-only opens neither take nor honour the lock.
+
+Older schemas are migrated (see :mod:`projects.schema`) in the working copy when the file is
+opened; the file on disk keeps its old schema until :meth:`Project.save`.
+
+No Qt imports here: the GUI's worker module wraps these calls.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import h5py
+import numpy as np
+
+from engine.config import MemoryConfig
+from engine.errors import DiffMemError
+from projects import schema as S
+
+log = logging.getLogger(__name__)
+
+#: Written to the ``app_version`` attributes.
+APP_VERSION = "0.1.0"
+_NAME_RE = re.compile(r"^[^/\x00]+$")
+
+
+class ProjectError(DiffMemError):
+    """A project file is missing, corrupt or cannot be changed: names the file."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        super().__init__((f"{self.path}: " if self.path is not None else "") + message)
+
+
+class ProjectInUse(ProjectError):
+    """Another process (or this one) has the project open for writing."""
+
+    def __init__(self, path: Path, holder: dict[str, Any]) -> None:
+        self.holder = holder
+        who = f"process {holder.get('pid', '?')} on host {holder.get('host', '?')}"
+        if holder.get("created"):
+            who += f" since {holder['created']}"
+        super().__init__(f"project is in use by {who} (lock file {_lock_path(path)}); close "
+                         f"it there, or delete the lock file if that process is gone",
+                         path=path)
+
+
+class ProjectTooNew(ProjectError):
+    """The file was written by a newer DiffMem Studio (schema version above ours)."""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _work_path(path: Path, pid: int | None = None) -> Path:
+    return path.with_name(f".{path.name}.work-{os.getpid() if pid is None else pid}")
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:          # e.g. Windows: folders cannot be opened
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# Lock file
+# --------------------------------------------------------------------------------------------
+
+def _acquire_lock(path: Path) -> Path:
+    lock = _lock_path(path)
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "created": _now()}
+    for _attempt in range(3):
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                holder = json.loads(lock.read_text(encoding="utf-8"))
+                if not isinstance(holder, dict):
+                    raise ValueError
+            except FileNotFoundError:
+                continue                      # released meanwhile: try again
+            except (OSError, ValueError):
+                holder = {"pid": "?", "host": "?"}
+            pid = holder.get("pid")
+            stale = (holder.get("host") == me["host"] and isinstance(pid, int)
+                     and pid != os.getpid() and not _pid_alive(pid))
+            if not stale:
+                raise ProjectInUse(path, holder) from None
+            log.warning("%s: taking over the stale lock of process %d on %s (that process "
+                        "is gone)", path, pid, holder.get("host"))
+            with contextlib.suppress(OSError):
+                lock.unlink()
+            with contextlib.suppress(OSError):
+                _work_path(path, pid).unlink()   # its abandoned working copy
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(me, f)
+            f.flush()
+            os.fsync(f.fileno())
+        return lock
+    raise ProjectError(f"cannot create lock file {lock}", path=path)
+
+
+def _release_lock(lock: Path) -> None:
+    with contextlib.suppress(OSError):
+        lock.unlink()
+
+
+# --------------------------------------------------------------------------------------------
+# Traces as simulator input
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TraceSource:
+    """Where a project trace's requests can be read: a file and, for HDF5, a group.
+
+    For an embedded trace ``path`` is the open project's working copy, valid while the
+    project stays open.
+    """
+
+    path: Path
+    group: str | None          # HDF5 group (None for text/binary files)
+    fmt: str                   # "text" | "binary" | "hdf5"
+    embedded: bool
+
+    def iter_chunks(self, **kw: Any) -> Iterator[Any]:
+        """Stream the requests as :class:`engine.trace.TraceChunk` objects
+        (keyword arguments go to :func:`engine.trace.iter_trace`)."""
+        from engine.trace import iter_trace
+        if self.group is not None:
+            kw.setdefault("group", self.group)
+        return iter_trace(self.path, fmt=self.fmt, **kw)
+
+
+def simulate_source(cfg: MemoryConfig, source: TraceSource, options: Any = None, *,
+                    progress: Callable | None = None,
+                    cancel: Callable[[], bool] | None = None) -> Any:
+    """Like :func:`engine.simulator.simulate_trace` for one :class:`TraceSource` (which may be
+    a group other than ``"trace"`` of an HDF5 file)."""
+    from engine.simulator import simulate_trace
+    return simulate_trace(cfg, source.path, options, progress=progress, cancel=cancel,
+                          group=source.group or "trace")
+
+
+# --------------------------------------------------------------------------------------------
+# Saving
+# --------------------------------------------------------------------------------------------
+
+def _copy_member(src: h5py.File, dst: h5py.File, name: str) -> None:
+    """Copy one top-level group (datasets keep their chunking and compression)."""
+    src.copy(src[name], dst, name=name)
+
+
+def _write_copy(src: h5py.File, dst_path: Path) -> None:
+    """Write every root attribute and group of ``src`` into a new file, flushed and fsynced."""
+    with h5py.File(dst_path, "w") as out:
+        for key, value in src.attrs.items():
+            out.attrs[key] = value
+        for name in src:
+            _copy_member(src, out, name)
+        out.flush()
+    with open(dst_path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _check_root(path: Path, h5: h5py.File) -> int:
+    missing = [a for a in S.REQUIRED_ROOT_ATTRS if a not in h5.attrs]
+    if missing:
+        raise ProjectError(f"not a DiffMem project file: root attribute(s) "
+                           f"{', '.join(missing)} missing", path=path)
+    raw = h5.attrs[S.ATTR_SCHEMA]
+    try:
+        version = int(raw)
+    except (TypeError, ValueError):
+        raise ProjectError(f"not a DiffMem project file: schema_version is {raw!r}, "
+                           f"expected an integer", path=path) from None
+    if version > S.SCHEMA_VERSION:
+        raise ProjectTooNew(f"written with project schema {version}, newer than the "
+                            f"{S.SCHEMA_VERSION} this DiffMem Studio reads: open it with a "
+                            f"newer version", path=path)
+    if version < 0:
+        raise ProjectError(f"bad schema_version {version}", path=path)
+    return version
+
+
+def _init_root(h5: h5py.File) -> None:
+    h5.attrs[S.ATTR_SCHEMA] = S.SCHEMA_VERSION
+    h5.attrs[S.ATTR_APP_VERSION] = APP_VERSION
+    h5.attrs[S.ATTR_CREATED] = _now()
+    h5.attrs[S.ATTR_NX_CLASS] = S.ROOT_NX_CLASS
+    for name in S.TOP_GROUPS:
+        h5.require_group(name).attrs[S.ATTR_NX_CLASS] = "NXcollection"
+
+
+def _jload(value: Any, default: Any = None) -> Any:
+    if value is None:
+        return default
+    return json.loads(S.attr_str(value))
+
+
+# --------------------------------------------------------------------------------------------
+# The project
+# --------------------------------------------------------------------------------------------
+
+class Project:
+    """An open project file.  Use :meth:`create` or :meth:`open`, not the constructor."""
+
+    def __init__(self, path: Path, h5: h5py.File, work: Path | None, lock: Path | None,
+                 readonly: bool, schema_on_disk: int) -> None:
+        self.path = path
+        self._h5: h5py.File | None = h5
+        self._work = work                  # None: reading the project file itself
+        self._lock = lock
+        self.readonly = readonly
+        self.schema_on_disk = schema_on_disk
+        self.modified = schema_on_disk != S.SCHEMA_VERSION
+
+    # ---- opening and closing ------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | os.PathLike[str]) -> Project:
+        """Create a new, empty project file (saved at once) and open it for writing."""
+        p = Path(path).absolute()
+        if p.exists():
+            raise ProjectError("already exists: choose another name or open it", path=p)
+        if not p.parent.is_dir():
+            raise ProjectError(f"folder {p.parent} does not exist", path=p)
+        lock = _acquire_lock(p)
+        work = _work_path(p)
+        try:
+            h5 = h5py.File(work, "w")
+            _init_root(h5)
+            project = cls(p, h5, work, lock, False, S.SCHEMA_VERSION)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                work.unlink()
+            _release_lock(lock)
+            raise
+        try:
+            project.save()
+        except BaseException:
+            project.close()
+            raise
+        return project
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, readonly: bool = False) -> Project:
+        """Open a project file; writable opens take the lock and work on a copy."""
+        p = Path(path).absolute()
+        if not p.is_file():
+            raise ProjectError("no such project file", path=p)
+        if not h5py.is_hdf5(str(p)):
+            raise ProjectError("not a DiffMem project file (not an HDF5 file)", path=p)
+        lock = None if readonly else _acquire_lock(p)
+        work: Path | None = None
+        try:
+            try:
+                with h5py.File(p, "r") as h5:
+                    version = _check_root(p, h5)
+            except OSError as e:
+                raise ProjectError(f"cannot read as HDF5: {e}", path=p) from None
+            if readonly and version == S.SCHEMA_VERSION:
+                return cls(p, h5py.File(p, "r"), None, None, True, version)
+            work = _work_path(p)
+            shutil.copyfile(p, work)
+            h5 = h5py.File(work, "r+")
+            try:
+                S.migrate(h5, version)
+                h5.flush()
+            except Exception as e:
+                h5.close()
+                if isinstance(e, DiffMemError):
+                    raise
+                raise ProjectError(f"cannot migrate from schema {version}: {e}",
+                                   path=p) from e
+            return cls(p, h5, work, lock, readonly, version)
+        except BaseException:
+            if work is not None:
+                with contextlib.suppress(OSError):
+                    work.unlink()
+            if lock is not None:
+                _release_lock(lock)
+            raise
+
+    def close(self) -> None:
+        """Close, discarding unsaved edits, and release the lock (idempotent)."""
+        if self._h5 is None:
+            return
+        if self.modified and not self.readonly:
+            log.info("%s: closing with unsaved changes (discarded)", self.path)
+        self._h5.close()
+        self._h5 = None
+        if self._work is not None:
+            with contextlib.suppress(OSError):
+                self._work.unlink()
+        if self._lock is not None:
+            _release_lock(self._lock)
+            self._lock = None
+
+    def __enter__(self) -> Project:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._h5 is None
+
+    @property
+    def h5(self) -> h5py.File:
+        """The open working copy (read it; change it only through this class)."""
+        if self._h5 is None:
+            raise ProjectError("project is closed", path=self.path)
+        return self._h5
+
+    def _writable(self) -> h5py.File:
+        h5 = self.h5
+        if self.readonly:
+            raise ProjectError("project is open read-only", path=self.path)
+        self.modified = True
+        return h5
+
+    # ---- saving ----------------------------------------------------------------------------
+    def save(self) -> None:
+        """Write the working copy to the project file atomically (see the module docstring)."""
+        h5 = self._writable()
+        h5.flush()
+        folder = self.path.parent
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
+                                        dir=folder)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o644
+            _write_copy(h5, tmp)
+            os.chmod(tmp, mode)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        _fsync_dir(folder)
+        self.modified = False
+        self.schema_on_disk = S.SCHEMA_VERSION
+        log.debug("saved %s", self.path)
+
+    # ---- generic entity operations ---------------------------------------------------------
+    def _group(self, kind: str) -> h5py.Group:
+        try:
+            return self.h5[S.KINDS[kind]]
+        except KeyError:
+            raise ProjectError(f"unknown kind {kind!r}: expected one of "
+                               f"{', '.join(S.KINDS)}", path=self.path) from None
+
+    def _check_name(self, name: str) -> str:
+        if not isinstance(name, str) or not _NAME_RE.match(name) or name in (".", ".."):
+            raise ProjectError(f"bad name {name!r}: expected a non-empty name without '/'",
+                               path=self.path)
+        return name
+
+    def _get(self, kind: str, name: str) -> h5py.Group:
+        g = self._group(kind)
+        if name not in g:
+            have = sorted(g)
+            raise ProjectError(f"no {kind} named {name!r} (have: "
+                               f"{', '.join(have) if have else 'none'})", path=self.path)
+        return g[name]
+
+    def _check_free(self, kind: str, name: str) -> None:
+        if self._check_name(name) in self._group(kind):
+            raise ProjectError(f"a {kind} named {name!r} already exists", path=self.path)
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self._group(kind))
+
+    def rename(self, kind: str, old: str, new: str) -> None:
+        """Rename a config, trace or run; runs referring to a renamed config or trace follow."""
+        self._get(kind, old)
+        self._check_free(kind, new)
+        h5 = self._writable()
+        group = S.KINDS[kind]
+        h5.move(f"{group}/{old}", f"{group}/{new}")
+        ref = {"config": S.RUN_CONFIG_NAME, "trace": S.RUN_TRACE_NAME}.get(kind)
+        if ref:
+            for run in h5[S.RUNS].values():
+                if S.attr_str(run.attrs.get(ref, "")) == old:
+                    run.attrs[ref] = new
+
+    def delete(self, kind: str, name: str) -> None:
+        """Delete a config, trace or run (runs keep their config snapshot)."""
+        self._get(kind, name)
+        h5 = self._writable()
+        del h5[f"{S.KINDS[kind]}/{name}"]
+
+    def duplicate(self, kind: str, name: str, new: str) -> None:
+        """Copy a config, trace or run under a new name."""
+        src = self._get(kind, name)
+        self._check_free(kind, new)
+        h5 = self._writable()
+        h5.copy(src, h5[S.KINDS[kind]], name=new)
+
+    # ---- configs -----------------------------------------------------------------------------
+    def add_config(self, name: str, cfg: MemoryConfig, *, replace: bool = False) -> None:
+        """Store a memory config (as JSON of :meth:`MemoryConfig.to_dict`)."""
+        self._check_name(name)
+        h5 = self._writable()
+        configs = h5[S.CONFIGS]
+        if name in configs:
+            if not replace:
+                raise ProjectError(f"a config named {name!r} already exists", path=self.path)
+            del configs[name]
+        data = cfg.to_dict()
+        g = configs.create_group(name)
+        g.attrs[S.ATTR_NX_CLASS] = "NXcollection"
+        g.attrs[S.CONFIG_JSON] = S.to_json(data)
+        for key in S.CONFIG_KEY_ATTRS:
+            if data.get(key) is not None:
+                g.attrs[key] = data[key]
+        g.attrs[S.ATTR_CREATED] = _now()
+
+    def configs(self) -> list[str]:
+        return self.names("config")
+
+    def get_config(self, name: str) -> MemoryConfig:
+        g = self._get("config", name)
+        try:
+            return MemoryConfig.from_dict(_jload(g.attrs[S.CONFIG_JSON]))
+        except (KeyError, ValueError) as e:
+            raise ProjectError(f"config {name!r} is corrupt: {e}", path=self.path) from None
+
+    # ---- traces ------------------------------------------------------------------------------
+    def add_trace(self, name: str, source_path: str | os.PathLike[str], embed: bool = True, *,
+                  fmt: str | None = None, group: str = "trace") -> None:
+        """Add a trace file: embedded (streamed chunk by chunk into the project) or referred
+        to by path.  ``fmt``/``group`` describe the source as for
+        :func:`engine.trace.iter_trace`."""
+        from engine.trace import detect_format, iter_trace, trace_summary, write_hdf5
+        self._check_free("trace", name)
+        src = Path(source_path).absolute()
+        kind = fmt or detect_format(src)
+        summary = trace_summary(src, fmt=kind, group=group)
+        h5 = self._writable()
+        if embed:
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".trace.h5",
+                                            dir=self.path.parent)
+            os.close(fd)
+            tmp = Path(tmp_name)
+            try:
+                write_hdf5(tmp, iter_trace(src, fmt=kind, group=group), group="trace")
+                with h5py.File(tmp, "r") as t:
+                    t.copy(t["trace"], h5[S.TRACES], name=name)
+            finally:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            g = h5[S.TRACES][name]
+            g.attrs[S.TRACE_STORAGE] = "embedded"
+        else:
+            g = h5[S.TRACES].create_group(name)
+            g.attrs[S.TRACE_STORAGE] = "external"
+            g.attrs[S.TRACE_PATH] = str(src)
+            g.attrs[S.TRACE_FMT] = kind
+            if kind == "hdf5":
+                g.attrs["group"] = group
+        g.attrs[S.ATTR_NX_CLASS] = "NXcollection"
+        g.attrs[S.TRACE_SOURCE] = str(src)
+        g.attrs[S.TRACE_SUMMARY] = S.to_json(summary)
+        g.attrs[S.ATTR_CREATED] = _now()
+        for key in ("requests", "reads", "writes"):
+            g.attrs[key] = int(summary[key])
+
+    def traces(self) -> list[str]:
+        return self.names("trace")
+
+    def trace_info(self, name: str) -> dict[str, Any]:
+        g = self._get("trace", name)
+        return {"storage": S.attr_str(g.attrs.get(S.TRACE_STORAGE, "embedded")),
+                "source": S.attr_str(g.attrs.get(S.TRACE_SOURCE, "")),
+                "summary": _jload(g.attrs.get(S.TRACE_SUMMARY), {})}
+
+    def trace_source(self, name: str) -> TraceSource:
+        """Where to read trace ``name`` from (see :func:`simulate_source`)."""
+        g = self._get("trace", name)
+        if S.attr_str(g.attrs.get(S.TRACE_STORAGE, "embedded")) == "external":
+            fmt = S.attr_str(g.attrs.get(S.TRACE_FMT, "text"))
+            grp = S.attr_str(g.attrs["group"]) if fmt == "hdf5" else None
+            return TraceSource(Path(S.attr_str(g.attrs[S.TRACE_PATH])), grp, fmt, False)
+        self.h5.flush()
+        return TraceSource(Path(self.h5.filename), g.name.lstrip("/"), "hdf5", True)
+
+    # ---- runs ----------------------------------------------------------------------------------
+    def add_run(self, run_id: str | None, cfg_name: str, trace_name: str,
+                options: dict[str, Any], stats: Any) -> str:
+        """Store a simulation's statistics; returns the run id (made up when None)."""
+        if not run_id:
+            run_id = datetime.now().strftime("run-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        self._check_free("run", run_id)
+        snapshot = S.attr_str(self._get("config", cfg_name).attrs[S.CONFIG_JSON])
+        self._get("trace", trace_name)
+        h5 = self._writable()
+        g = h5[S.RUNS].create_group(run_id)
+        try:
+            a = g.attrs
+            a[S.ATTR_NX_CLASS] = "NXentry"
+            a[S.RUN_KIND] = S.RUN_KIND_SIMULATION
+            a[S.RUN_CONFIG_NAME] = cfg_name
+            a[S.RUN_CONFIG] = snapshot
+            a[S.RUN_TRACE_NAME] = trace_name
+            a[S.RUN_OPTIONS] = S.to_json(dict(options))
+            a[S.ATTR_CREATED] = _now()
+            a[S.ATTR_APP_VERSION] = APP_VERSION
+            a[S.RUN_SUMMARY] = S.to_json(stats.summary)
+            a[S.RUN_CHANNELS] = S.to_json(stats.channels)
+            ep = g.create_group(S.RUN_EPOCHS)
+            ep.attrs[S.ATTR_NX_CLASS] = "NXdata"
+            ep.attrs["signal"] = "average_read_latency"
+            ep.attrs["axes"] = "start"
+            records = list(stats.epochs)
+            fields = list(S.EPOCH_FIELDS)
+            if records:
+                fields += [k for k, v in records[0].items()
+                           if k not in fields and np.ndim(v) == 0]
+            for f in fields:
+                values = np.asarray([r.get(f, 0) for r in records])
+                if values.size == 0:
+                    values = np.zeros(0, np.float64 if "rate" in f or "average" in f
+                                      or "GBps" in f else np.int64)
+                ep.create_dataset(f, data=values)
+            if records and S.EPOCH_BANK_UTILISATION in records[0]:
+                util = np.asarray([r[S.EPOCH_BANK_UTILISATION] for r in records],
+                                  dtype=np.float64)
+                ep.create_dataset(S.EPOCH_BANK_UTILISATION, data=util, compression="gzip")
+            pb = g.create_group(S.RUN_PER_BANK)
+            pb.attrs[S.ATTR_NX_CLASS] = "NXcollection"
+            for key, arr in stats.per_bank.items():
+                pb.create_dataset(key, data=np.asarray(arr))
+            g.create_dataset(S.RUN_HIST, data=np.asarray(stats.read_latency_hist),
+                             compression="gzip", shuffle=True)
+        except BaseException:
+            del h5[S.RUNS][run_id]
+            raise
+        return run_id
+
+    def runs(self) -> list[str]:
+        """Run ids, oldest first."""
+        g = self.h5[S.RUNS]
+        return sorted(g, key=lambda r: (S.attr_str(g[r].attrs.get(S.ATTR_CREATED, "")), r))
+
+    def load_run(self, run_id: str) -> dict[str, Any]:
+        """A run as plain data: attributes (JSON decoded), ``epochs`` and ``per_bank`` as
+        dicts of numpy arrays, ``read_latency_hist`` as an array."""
+        g = self._get("run", run_id)
+        a = g.attrs
+        try:
+            out: dict[str, Any] = {
+                "run_id": run_id,
+                "kind": S.attr_str(a.get(S.RUN_KIND, S.RUN_KIND_SIMULATION)),
+                "config_name": S.attr_str(a.get(S.RUN_CONFIG_NAME, "")),
+                "config": _jload(a.get(S.RUN_CONFIG), {}),
+                "trace_name": S.attr_str(a.get(S.RUN_TRACE_NAME, "")),
+                "options": _jload(a.get(S.RUN_OPTIONS), {}),
+                "created": S.attr_str(a.get(S.ATTR_CREATED, "")),
+                "app_version": S.attr_str(a.get(S.ATTR_APP_VERSION, "")),
+                "summary": _jload(a.get(S.RUN_SUMMARY), {}),
+                "channels": _jload(a.get(S.RUN_CHANNELS), []),
+            }
+        except ValueError as e:
+            raise ProjectError(f"run {run_id!r} is corrupt: {e}", path=self.path) from None
+        out["epochs"] = ({k: v[()] for k, v in g[S.RUN_EPOCHS].items()}
+                         if S.RUN_EPOCHS in g else {})
+        out["per_bank"] = ({k: v[()] for k, v in g[S.RUN_PER_BANK].items()}
+                           if S.RUN_PER_BANK in g else {})
+        out["read_latency_hist"] = g[S.RUN_HIST][()] if S.RUN_HIST in g else np.zeros(0)
+        return out
+
+    def run_config(self, run_id: str) -> MemoryConfig:
+        """The config snapshot a run was simulated with."""
+        return MemoryConfig.from_dict(self.load_run(run_id)["config"])
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else ("read-only" if self.readonly else "open")
+        return f"<Project {self.path} ({state})>"

@@ -1,4 +1,4 @@
-"""Application start-up and the main window (a placeholder until the GUI issues land).
+"""Application start-up and the main window (for now: the simulation view).
 
     python main.py            # opens this window
 
@@ -10,9 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow
+from PySide6.QtWidgets import QApplication, QMainWindow
 
 APP_NAME = "DiffMem Studio"
 
@@ -35,20 +34,18 @@ def _preset_names() -> list[str]:
 
 
 class MainWindow(QMainWindow):
-    """The top-level window: for now a label, File > Quit and the presets in the status bar."""
+    """The top-level window: the simulation view, File > Quit and the presets in the status bar."""
 
     def __init__(self) -> None:
         super().__init__()
         self.setWindowTitle(APP_NAME)
         self.resize(900, 600)
 
-        label = QLabel(PLACEHOLDER_TEXT)
-        label.setObjectName("placeholderLabel")
-        label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        label.setWordWrap(True)
-        label.setTextFormat(Qt.TextFormat.RichText)
-        label.setMargin(24)
-        self.setCentralWidget(label)
+        from gui.views.simulation import SimulationView   # pyqtgraph; no numba until a run
+
+        self.simulation_view = SimulationView(self)
+        self.simulation_view.setObjectName("simulationView")
+        self.setCentralWidget(self.simulation_view)
 
         file_menu = self.menuBar().addMenu("&File")
         file_menu.setObjectName("fileMenu")
@@ -62,6 +59,11 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(
             "DRAM presets: " + ", ".join(presets) if presets
             else "No DRAM presets found (resources/presets/dram)")
+
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        self.simulation_view.shutdown()
+        super().closeEvent(event)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

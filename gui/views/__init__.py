@@ -1,0 +1,1 @@
+"""The GUI's views (one per main-window page)."""

@@ -429,7 +429,7 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
 
 @njit(cache=True, inline='always', _nrt=False)
 def _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq,
-              cq_src, cq_mark, ch, q, k):
+              cq_src, cq_mark, cq_id, ch, q, k):
     n = cq_n[ch, q]
     for j in range(k, n - 1):
         cq_type[ch, q, j] = cq_type[ch, q, j + 1]
@@ -443,6 +443,7 @@ def _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq
         cq_seq[ch, q, j] = cq_seq[ch, q, j + 1]
         cq_src[ch, q, j] = cq_src[ch, q, j + 1]
         cq_mark[ch, q, j] = cq_mark[ch, q, j + 1]
+        cq_id[ch, q, j] = cq_id[ch, q, j + 1]
     cq_n[ch, q] = n - 1
 
 
@@ -771,7 +772,7 @@ def _refresh_due(P, CS, refq, ch):
 @njit(cache=True, inline='always', _nrt=False)
 def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq_type,
                           cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq,
-                          cq_src, cq_mark, pr_head, pr_next, pr_addr, q_lb, b_state,
+                          cq_src, cq_mark, cq_id, pr_head, pr_next, pr_addr, q_lb, b_state,
                           b_row, b_timing, ch):
     """Controller::ScheduleTransaction: move at most one transaction into a command queue.
 
@@ -841,6 +842,7 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
             CS[ch, CS_SEQ] += 1
             cq_src[ch, q, k] = tq_src[ch, kind, i]
             cq_mark[ch, q, k] = 0
+            cq_id[ch, q, k] = 0
             cq_n[ch, q] = k + 1
             if k == 0 or P[P_PER_RANK_Q] != 0:
                 _invalidate_q(CS, q_lb, ch, q)
@@ -935,7 +937,7 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
 def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
                b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb,
                src_rank, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq_type, cq_addr, cq_bank,
-               cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src, cq_mark, pr_head,
+               cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, pr_head,
                pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
                ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code, ring_f_lat, hist_r,
                hist_w, comp_out, cmd_log, scratch, in_addr, in_isw, in_cyc, in_src, in_id, n_in, final,
@@ -1035,7 +1037,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                             if cq_mark[ch, q, k] != 0:
                                 CS[ch, CS_NMARKED] -= 1
                             _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba,
-                                      cq_row, cq_col, cq_seq, cq_src, cq_mark, ch, q, k)
+                                      cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, ch, q, k)
                             _invalidate_q(CS, q_lb, ch, q)
                             CS[ch, CS_CQ_TOTAL] -= 1
                             CS[ch, CS_TQ_BLOCKED] = 0
@@ -1084,7 +1086,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                     RK[ch, r, RK_IDLE] += 1
             if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
                                      cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row,
-                                     cq_col, cq_seq, cq_src, cq_mark, pr_head, pr_next,
+                                     cq_col, cq_seq, cq_src, cq_mark, cq_id, pr_head, pr_next,
                                      pr_addr, q_lb, b_state, b_row, b_timing, ch):
                 event = True
         # ---- 3. front end: one request a cycle, in order --------------------------------

@@ -114,7 +114,7 @@ class Simulator:
         nb = ranks * banks
         per_rank = cfg.queue_structure == "PER_RANK"
         nq = ranks if per_rank else nb
-        cqs = cfg.cmd_queue_size
+        cqs = cfg.cmd_queue_size if not per_rank else cfg.cmd_queue_size
         tqs = cfg.trans_queue_size
         if nch > 127:
             raise ConfigError(f"channels = {nch}: at most 127 channels are supported", key="channels")
@@ -222,7 +222,7 @@ class Simulator:
         s["tq_q"] = z((nch, 2, tqs), np.int64)
         s["cq_n"] = z((nch, nq), np.int64)
         for name in ("cq_type", "cq_addr", "cq_bank", "cq_rank", "cq_bg", "cq_ba", "cq_row",
-                     "cq_col", "cq_seq", "cq_src", "cq_mark"):
+                     "cq_col", "cq_seq", "cq_src", "cq_mark", "cq_id"):
             s[name] = z((nch, nq, cqs), np.int64)
         for pre in ("pr", "pw"):
             s[pre + "_head"] = np.full((nch, K.HASH_BUCKETS), -1, np.int64)
@@ -259,7 +259,7 @@ class Simulator:
             s["faw_n"], s["aw32"], s["aw32_n"], s["refq"], s["q_lb"], s["src_rank"], s["tq_n"],
             s["tq_addr"], s["tq_isw"], s["tq_src"], s["tq_q"], s["cq_n"], s["cq_type"], s["cq_addr"],
             s["cq_bank"], s["cq_rank"], s["cq_bg"], s["cq_ba"], s["cq_row"], s["cq_col"],
-            s["cq_seq"], s["cq_src"], s["cq_mark"], s["pr_head"], s["pr_next"],
+            s["cq_seq"], s["cq_src"], s["cq_mark"], s["cq_id"], s["pr_head"], s["pr_next"],
             s["pr_addr"], s["pr_added"], s["pr_id"], s["pw_head"], s["pw_next"], s["pw_addr"],
             s["pw_added"], s["pw_id"], s["ring_r_t"], s["ring_r_code"], s["ring_r_lat"],
             s["ring_f_t"], s["ring_f_code"], s["ring_f_lat"], s["hist_r"], s["hist_w"],

@@ -24,13 +24,13 @@ import logging
 import math
 import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
+from .fileio import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -708,7 +708,7 @@ def dump_ini(cfg: MemoryConfig, path: str | os.PathLike[str]) -> None:
         out += [f"{s.name} = {_ini_text(getattr(cfg, s.name))}" for s in specs
                 if getattr(cfg, s.name) is not None]
         out.append("")
-    _atomic_write(Path(path), "\n".join(out))
+    atomic_write_text(Path(path), "\n".join(out))
 
 
 # ==== our TOML presets ================================================================
@@ -825,7 +825,7 @@ def save_preset(cfg: MemoryConfig, path: str | os.PathLike[str], *, header: str 
                 out.append(f"# {spec.name} = (unset)".ljust(30) + f"  # {notes}")
             else:
                 out.append(f"{spec.name} = {_toml_text(value)}".ljust(30) + f"  # {notes}")
-    _atomic_write(Path(path), "\n".join(out) + "\n")
+    atomic_write_text(Path(path), "\n".join(out) + "\n")
 
 
 def load_config(spec: str | os.PathLike[str]) -> MemoryConfig:
@@ -836,27 +836,3 @@ def load_config(spec: str | os.PathLike[str]) -> MemoryConfig:
     return load_preset(spec)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder, fsync, os.replace, fsync the folder."""
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:        # e.g. Windows: folders cannot be opened
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.timing import (ACT, NCMD, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB,
+from engine.timing import (ACT, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB,
                            SAME_BANK, SAME_BG, SAME_RANK, WR, WRP)
 
 INF = np.int64(1) << np.int64(62)

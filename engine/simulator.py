@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
 from engine import kernel as K
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
 from engine.timing import COMMAND_NAMES, build_tables, folding_is_exact
+
+if TYPE_CHECKING:
+    from engine.stats import Stats
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,6 @@ conflicts, per-bank arrays, energy by cause. `channels` holds the same per chann
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine import kernel as K
+from engine.fileio import atomic_write_text
 from engine.power import EnergyCounts, EnergyReport, compute_energy
 
 PERCENTILES = (50, 90, 95, 99)
@@ -47,16 +46,7 @@ class Stats:
         """Write the statistics as JSON, atomically (temp file + rename)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        os.chmod(tmp, 0o644)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.to_dict(), f, indent=1, default=_json_default)
-                f.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n")
 
 
 def _json_default(o: Any) -> Any:

@@ -79,6 +79,7 @@ import numpy as np
 from numba import njit
 
 from engine.errors import TraceError
+from engine.fileio import fsync_dir
 
 __all__ = [
     "TraceChunk",
@@ -1006,19 +1007,6 @@ class _Validated:
             yield c
 
 
-def _fsync_dir(folder: Path) -> None:
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -1046,7 +1034,7 @@ def _atomic_path(path: Path, *, keep_existing: bool = False) -> Iterator[Path]:
         with tmp.open("rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        _fsync_dir(folder)
+        fsync_dir(folder)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()

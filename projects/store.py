@@ -48,6 +48,7 @@ import numpy as np
 
 from engine.config import MemoryConfig
 from engine.errors import DiffMemError
+from engine.fileio import fsync_dir
 from projects import schema as S
 
 log = logging.getLogger(__name__)
@@ -94,17 +95,6 @@ def _work_path(path: Path, pid: int | None = None) -> Path:
     return path.with_name(f".{path.name}.work-{os.getpid() if pid is None else pid}")
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:          # e.g. Windows: folders cannot be opened
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -398,7 +388,7 @@ class Project:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
-        _fsync_dir(folder)
+        fsync_dir(folder)
         self.modified = False
         self.schema_on_disk = S.SCHEMA_VERSION
         log.debug("saved %s", self.path)

@@ -20,14 +20,6 @@ def run_main(*args: str | Path, cwd: Path | None = None,
                           capture_output=True, text=True, timeout=timeout)
 
 
-def simulator_or_skip() -> None:
-    """Skip when engine.simulator cannot be imported (the engine is mid-development)."""
-    try:
-        import engine.simulator  # noqa: F401
-    except Exception as exc:  # noqa: BLE001 - any failure to import means "not ready"
-        pytest.skip(f"engine.simulator does not import ({type(exc).__name__}: {exc})")
-
-
 def write_text_trace(path: Path, n: int) -> Path:
     """n requests in the engine's canonical DRAMsim3 text form (so a round trip is exact)."""
     lines = []
@@ -64,7 +56,6 @@ def test_simulate_bad_config_name_exits_2(tmp_path: Path) -> None:
 
 
 def test_simulate_writes_stats_json(tmp_path: Path) -> None:
-    simulator_or_skip()
     trace = write_text_trace(tmp_path / "tiny.trace", 200)
     out = tmp_path / "stats.json"
     res = run_main("simulate", "--config", "DDR4-3200", "--trace", trace, "--out", out)
@@ -77,7 +68,6 @@ def test_simulate_writes_stats_json(tmp_path: Path) -> None:
 
 def test_simulate_adds_no_phantom_read_by_default(tmp_path: Path) -> None:
     # DRAMsim3's extra READ at the end of a trace only with --phantom-eof-read
-    simulator_or_skip()
     trace = write_text_trace(tmp_path / "tiny.trace", 200)    # 150 reads, 50 writes
     for flag, extra in (((), 0), (("--phantom-eof-read",), 1)):
         out = tmp_path / f"stats{extra}.json"
@@ -121,7 +111,6 @@ def test_presets_import_ini(tmp_path: Path, shared_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_demo_writes_both_results(tmp_path: Path) -> None:
-    simulator_or_skip()
     res = run_main("demo", "--headless", "--out", tmp_path)
     assert res.returncode == 0, res.stderr
     for preset in ("DDR4-3200", "HBM2"):

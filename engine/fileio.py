@@ -1,0 +1,40 @@
+"""Crash-safe file writes shared by every module that saves user data."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (a rename) to disk; a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:          # e.g. Windows: folders cannot be opened
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write text via a temporary file in the same folder, fsync, os.replace, fsync the folder:
+    an interrupted write leaves the previous file (or none), never a half-written one. A new
+    file gets mode 0644; an existing file keeps its mode."""
+    path = Path(path)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)

@@ -15,15 +15,6 @@ from PySide6.QtWidgets import QApplication, QMainWindow
 
 APP_NAME = "DiffMem Studio"
 
-PLACEHOLDER_TEXT = (
-    "<h2>DiffMem Studio</h2>"
-    "<p>DRAM behaviour of deep-learning workloads.</p>"
-    "<p>This window is a placeholder. Coming with later issues: project tree, memory "
-    "configuration editor, simulation view with live epoch plots, optimiser and studies.</p>"
-    "<p>Everything already works headless: run <code>python main.py --help</code>.</p>"
-)
-
-
 def _preset_names() -> list[str]:
     """The engine's shipped DRAM presets (engine.config is light: no numba kernels)."""
     try:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QMainWindow
 
 APP_NAME = "DiffMem Studio"
 
+
 def _preset_names() -> list[str]:
     """The engine's shipped DRAM presets (engine.config is light: no numba kernels)."""
     try:

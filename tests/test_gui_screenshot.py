@@ -1,0 +1,37 @@
+"""A screenshot of the main window after a demo run, taken on a virtual X screen (Xvfb) by
+tools/screenshot_demo.py, written to build/screenshots/main_window.png (README names it)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "screenshots" / "main_window.png"
+
+
+@pytest.mark.gui
+def test_screenshot_of_main_window_after_demo_run():
+    if shutil.which("xvfb-run") is None:
+        pytest.skip("xvfb-run not installed (install.sh installs the xvfb package)")
+    env = dict(os.environ)
+    env.pop("QT_QPA_PLATFORM", None)          # a real X server this time, not offscreen
+    env["QT_QPA_PLATFORM"] = "xcb"
+    if OUT.exists():
+        OUT.unlink()
+    proc = subprocess.run(
+        ["xvfb-run", "-a", "-s", "-screen 0 1400x900x24", sys.executable,
+         str(ROOT / "tools" / "screenshot_demo.py"), str(OUT)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from PySide6.QtGui import QImage
+    img = QImage(str(OUT))
+    assert not img.isNull()
+    assert (img.width(), img.height()) == (1400, 900)
+    # the plots drew something: many distinct colours, not a blank screen
+    colours = {img.pixel(x, y) for x in range(0, img.width(), 7) for y in range(0, img.height(), 7)}
+    assert len(colours) > 50

@@ -76,6 +76,10 @@ LOG_COLS = 9   # command log: cycle, command, printed channel, rank, bankgroup, 
 
 SEQ_MASK = (1 << 40) - 1   # arrival sequence numbers, for age comparisons
 NSRC = 64               # request sources (trace files / cores) PAR-BS tells apart
+# ---- command-queue entry fields cq[ch, queue, entry, field] ---------------------------------
+(CQ_TYPE, CQ_ADDR, CQ_BANK, CQ_RANK, CQ_BG, CQ_BA, CQ_ROW, CQ_COL, CQ_SEQ, CQ_SRC, CQ_MARK,
+ CQ_ID) = range(12)
+NCQ = 12
 RING = 1 << 16          # completion rings (reads from DRAM; posted/forwarded completions)
 HASH_BUCKETS = 1024     # per channel, for the pending read / write maps
 
@@ -195,15 +199,15 @@ def _bank_ready_time(P, b_state, b_row, b_timing, faw, faw_n, aw32, aw32_n, ch, 
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, q, k, bidx, count):
+def _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq, ch, q, k, bidx, count):
     """DRAMsim3's ArbitratePrecharge: may the entry k of queue q close its bank's open row?"""
     for j in range(k):
-        if cq_bank[ch, q, j] == bidx:
+        if cq[ch, q, j, CQ_BANK] == bidx:
             return False
     open_row = b_row[ch, bidx]
     pending_hit = False
     for j in range(k, cq_n[ch, q]):
-        if cq_bank[ch, q, j] == bidx and cq_row[ch, q, j] == open_row:
+        if cq[ch, q, j, CQ_BANK] == bidx and cq[ch, q, j, CQ_ROW] == open_row:
             pending_hit = True
             break
     if (not pending_hit) or b_hits[ch, bidx] >= P[P_ROW_HIT_CAP]:
@@ -214,30 +218,30 @@ def _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, q, k, b
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _rw_dependency(cq_n, cq_type, cq_bank, cq_row, cq_col, ch, q, k):
+def _rw_dependency(cq_n, cq, ch, q, k):
     """A write may not pass an older read of the same bank, row and column."""
     for j in range(k):
-        t = cq_type[ch, q, j]
-        if (t == RD or t == RDP) and cq_bank[ch, q, j] == cq_bank[ch, q, k] \
-                and cq_row[ch, q, j] == cq_row[ch, q, k] and cq_col[ch, q, j] == cq_col[ch, q, k]:
+        t = cq[ch, q, j, CQ_TYPE]
+        if (t == RD or t == RDP) and cq[ch, q, j, CQ_BANK] == cq[ch, q, k, CQ_BANK] \
+                and cq[ch, q, j, CQ_ROW] == cq[ch, q, k, CQ_ROW] and cq[ch, q, j, CQ_COL] == cq[ch, q, k, CQ_COL]:
             return True
     return False
 
 
 @njit(cache=True, inline='always', _nrt=False)
 def _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
-                 cq_n, cq_type, cq_bank, cq_rank, cq_row, cq_col, ch, q, k, t, count):
+                 cq_n, cq, ch, q, k, t, count):
     """Is the next command for queue entry k ready at t? -> (ready, cmd type, earliest time)."""
-    bidx = cq_bank[ch, q, k]
-    ctype = cq_type[ch, q, k]
+    bidx = cq[ch, q, k, CQ_BANK]
+    ctype = cq[ch, q, k, CQ_TYPE]
     need, tr = _bank_ready_time(P, b_state, b_row, b_timing, faw, faw_n, aw32, aw32_n, ch,
-                                cq_rank[ch, q, k], bidx, cq_row[ch, q, k], ctype)
+                                cq[ch, q, k, CQ_RANK], bidx, cq[ch, q, k, CQ_ROW], ctype)
     if need == PRE:
-        if not _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, q, k,
+        if not _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq, ch, q, k,
                                     bidx, count and tr <= t):
             return False, need, INF
     elif need == WR or need == WRP:
-        if _rw_dependency(cq_n, cq_type, cq_bank, cq_row, cq_col, ch, q, k):
+        if _rw_dependency(cq_n, cq, ch, q, k):
             return False, need, INF
     return tr <= t, need, tr
 
@@ -260,7 +264,7 @@ def _queue_skipped_for_refresh(P, CS, refq, ch, q):
 
 @njit(cache=True, inline='always', _nrt=False)
 def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
-                   cq_n, cq_type, cq_bank, cq_rank, cq_row, cq_col, q_lb, ch, t):
+                   cq_n, cq, q_lb, ch, t):
     """DRAMsim3's GetCommandToIssue: round robin over queues, first ready entry oldest-first."""
     if CS[ch, CS_MINLB] > t:
         # no queue can have a ready command before then (a full failed scan leaves the
@@ -293,8 +297,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             bidx = qi
             if b_state[ch, bidx] != 1:
                 ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
-                                            aw32, aw32_n, cq_n, cq_type, cq_bank, cq_rank,
-                                            cq_row, cq_col, ch, qi, 0, t, True)
+                                            aw32, aw32_n, cq_n, cq, ch, qi, 0, t, True)
                 if ok:
                     return qi, 0, need
                 q_lb[ch, qi] = tr
@@ -306,8 +309,8 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             t_rd = INF
             t_wr = INF
             for k in range(n):
-                if cq_row[ch, qi, k] == open_row:
-                    ct = cq_type[ch, qi, k]
+                if cq[ch, qi, k, CQ_ROW] == open_row:
+                    ct = cq[ch, qi, k, CQ_TYPE]
                     if ct == RD:
                         if t_rd == INF:
                             t_rd = _ready_at(P, b_timing, ch, RD, bidx)
@@ -320,7 +323,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                         tr = _ready_at(P, b_timing, ch, ct, bidx)
                     if tr <= t:
                         if (ct == WR or ct == WRP) and _rw_dependency(
-                                cq_n, cq_type, cq_bank, cq_row, cq_col, ch, qi, k):
+                                cq_n, cq, ch, qi, k):
                             continue
                         return qi, k, ct
                     if tr < lb:
@@ -334,7 +337,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                         if not allowed:
                             allowed = True
                             for j in range(1, n):
-                                if cq_row[ch, qi, j] == open_row:
+                                if cq[ch, qi, j, CQ_ROW] == open_row:
                                     allowed = False
                                     break
                         if allowed:
@@ -349,8 +352,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             continue
         for k in range(n):
             ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
-                                        aw32, aw32_n, cq_n, cq_type, cq_bank, cq_rank, cq_row,
-                                        cq_col, ch, qi, k, t, True)
+                                        aw32, aw32_n, cq_n, cq, ch, qi, k, t, True)
             if ok:
                 return qi, k, need
             if tr < lb:
@@ -366,7 +368,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
 
 @njit(cache=True, _nrt=False)
 def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
-                   cq_n, cq_type, cq_bank, cq_rank, cq_row, cq_col, cq_seq, cq_mark, cq_src,
+                   cq_n, cq,
                    src_rank, q_lb, ch, t):
     """FCFS, FR-FCFS and PAR-BS: the best ready command over all queues of the channel.
 
@@ -394,21 +396,20 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             n = 1
         for k in range(n):
             ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
-                                        aw32, aw32_n, cq_n, cq_type, cq_bank, cq_rank, cq_row,
-                                        cq_col, ch, q, k, t, False)
+                                        aw32, aw32_n, cq_n, cq, ch, q, k, t, False)
             if tr < lb:
                 lb = tr
             if not ok:
                 continue
-            seq = cq_seq[ch, q, k] & SEQ_MASK
-            nonhit = 0 if need == cq_type[ch, q, k] else 1
+            seq = cq[ch, q, k, CQ_SEQ] & SEQ_MASK
+            nonhit = 0 if need == cq[ch, q, k, CQ_TYPE] else 1
             if sched == SCHED_FCFS:
                 key = seq
             elif sched == SCHED_FRFCFS:
                 key = nonhit * (SEQ_MASK + 1) + seq
             else:
-                unmarked = 1 - cq_mark[ch, q, k]
-                rank = src_rank[ch, cq_src[ch, q, k] % NSRC]
+                unmarked = 1 - cq[ch, q, k, CQ_MARK]
+                rank = src_rank[ch, cq[ch, q, k, CQ_SRC] % NSRC]
                 key = (((unmarked * 2 + nonhit) * 256) + rank) * (SEQ_MASK + 1) + seq
             if key < best_key:
                 best_key = key
@@ -422,28 +423,27 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
         CS[ch, CS_MINLB] = mn
     if best_q >= 0 and best_need == PRE:
         # count the on-demand precharge as DRAMsim3 does
-        _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq_bank, cq_row, ch, best_q, best_k,
-                             cq_bank[ch, best_q, best_k], True)
+        _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq, ch, best_q, best_k,
+                             cq[ch, best_q, best_k, CQ_BANK], True)
     return best_q, best_k, best_need
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq,
-              cq_src, cq_mark, cq_id, ch, q, k):
+def _erase_cq(cq_n, cq, ch, q, k):
     n = cq_n[ch, q]
     for j in range(k, n - 1):
-        cq_type[ch, q, j] = cq_type[ch, q, j + 1]
-        cq_addr[ch, q, j] = cq_addr[ch, q, j + 1]
-        cq_bank[ch, q, j] = cq_bank[ch, q, j + 1]
-        cq_rank[ch, q, j] = cq_rank[ch, q, j + 1]
-        cq_bg[ch, q, j] = cq_bg[ch, q, j + 1]
-        cq_ba[ch, q, j] = cq_ba[ch, q, j + 1]
-        cq_row[ch, q, j] = cq_row[ch, q, j + 1]
-        cq_col[ch, q, j] = cq_col[ch, q, j + 1]
-        cq_seq[ch, q, j] = cq_seq[ch, q, j + 1]
-        cq_src[ch, q, j] = cq_src[ch, q, j + 1]
-        cq_mark[ch, q, j] = cq_mark[ch, q, j + 1]
-        cq_id[ch, q, j] = cq_id[ch, q, j + 1]
+        cq[ch, q, j, CQ_TYPE] = cq[ch, q, j + 1, CQ_TYPE]
+        cq[ch, q, j, CQ_ADDR] = cq[ch, q, j + 1, CQ_ADDR]
+        cq[ch, q, j, CQ_BANK] = cq[ch, q, j + 1, CQ_BANK]
+        cq[ch, q, j, CQ_RANK] = cq[ch, q, j + 1, CQ_RANK]
+        cq[ch, q, j, CQ_BG] = cq[ch, q, j + 1, CQ_BG]
+        cq[ch, q, j, CQ_BA] = cq[ch, q, j + 1, CQ_BA]
+        cq[ch, q, j, CQ_ROW] = cq[ch, q, j + 1, CQ_ROW]
+        cq[ch, q, j, CQ_COL] = cq[ch, q, j + 1, CQ_COL]
+        cq[ch, q, j, CQ_SEQ] = cq[ch, q, j + 1, CQ_SEQ]
+        cq[ch, q, j, CQ_SRC] = cq[ch, q, j + 1, CQ_SRC]
+        cq[ch, q, j, CQ_MARK] = cq[ch, q, j + 1, CQ_MARK]
+        cq[ch, q, j, CQ_ID] = cq[ch, q, j + 1, CQ_ID]
     cq_n[ch, q] = n - 1
 
 
@@ -770,9 +770,7 @@ def _refresh_due(P, CS, refq, ch):
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq_type,
-                          cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq,
-                          cq_src, cq_mark, cq_id, pr_head, pr_next, pr_addr, q_lb, b_state,
+def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq, pr_head, pr_next, pr_addr, q_lb, b_state,
                           b_row, b_timing, ch):
     """Controller::ScheduleTransaction: move at most one transaction into a command queue.
 
@@ -828,21 +826,21 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
                 CS[ch, CS_WDRAIN] -= 1
             k = cq_n[ch, q]
             if P[P_PAGE] == PAGE_CLOSE:
-                cq_type[ch, q, k] = WRP if is_write else RDP
+                cq[ch, q, k, CQ_TYPE] = WRP if is_write else RDP
             else:
-                cq_type[ch, q, k] = WR if is_write else RD
-            cq_addr[ch, q, k] = addr
-            cq_bank[ch, q, k] = bidx
-            cq_rank[ch, q, k] = ra
-            cq_bg[ch, q, k] = bg
-            cq_ba[ch, q, k] = ba
-            cq_row[ch, q, k] = ro
-            cq_col[ch, q, k] = co
-            cq_seq[ch, q, k] = CS[ch, CS_SEQ]
+                cq[ch, q, k, CQ_TYPE] = WR if is_write else RD
+            cq[ch, q, k, CQ_ADDR] = addr
+            cq[ch, q, k, CQ_BANK] = bidx
+            cq[ch, q, k, CQ_RANK] = ra
+            cq[ch, q, k, CQ_BG] = bg
+            cq[ch, q, k, CQ_BA] = ba
+            cq[ch, q, k, CQ_ROW] = ro
+            cq[ch, q, k, CQ_COL] = co
+            cq[ch, q, k, CQ_SEQ] = CS[ch, CS_SEQ]
             CS[ch, CS_SEQ] += 1
-            cq_src[ch, q, k] = tq_src[ch, kind, i]
-            cq_mark[ch, q, k] = 0
-            cq_id[ch, q, k] = 0
+            cq[ch, q, k, CQ_SRC] = tq_src[ch, kind, i]
+            cq[ch, q, k, CQ_MARK] = 0
+            cq[ch, q, k, CQ_ID] = 0
             cq_n[ch, q] = k + 1
             if k == 0 or P[P_PER_RANK_Q] != 0:
                 _invalidate_q(CS, q_lb, ch, q)
@@ -850,7 +848,7 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
                 # appended to a per-bank queue whose bank has this row open: the queue's
                 # readiness bound can only come down to this row hit's (it may rise, if the
                 # hit now forbids the oldest entry's precharge: a lower bound stays valid)
-                tr = _ready_at(P, b_timing, ch, cq_type[ch, q, k], bidx)
+                tr = _ready_at(P, b_timing, ch, cq[ch, q, k, CQ_TYPE], bidx)
                 if tr < q_lb[ch, q]:
                     q_lb[ch, q] = tr
                 if tr < CS[ch, CS_MINLB]:
@@ -873,7 +871,7 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
 
 
 @njit(cache=True, _nrt=False)
-def _parbs_mark(P, CS, cq_n, cq_bank, cq_src, cq_mark, src_rank, scratch, ch):
+def _parbs_mark(P, CS, cq_n, cq, src_rank, scratch, ch):
     """Form a new PAR-BS batch: mark up to `cap` oldest requests per (thread, bank); rank
     threads by their largest per-bank marked load (shortest job first), ties by total load."""
     cap = P[P_PARBS_CAP]
@@ -886,12 +884,12 @@ def _parbs_mark(P, CS, cq_n, cq_bank, cq_src, cq_mark, src_rank, scratch, ch):
     marked = 0
     for q in range(P[P_NQ]):
         for k in range(cq_n[ch, q]):
-            s = cq_src[ch, q, k] % NSRC
-            b = cq_bank[ch, q, k]
+            s = cq[ch, q, k, CQ_SRC] % NSRC
+            b = cq[ch, q, k, CQ_BANK]
             if per_bank[b, s] < cap:
                 per_bank[b, s] += 1
                 total[s] += 1
-                cq_mark[ch, q, k] = 1
+                cq[ch, q, k, CQ_MARK] = 1
                 marked += 1
     CS[ch, CS_NMARKED] = marked
     maxload = scratch[nb + 1, :NSRC]
@@ -936,8 +934,7 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
 @njit(cache=True, _nrt=False)
 def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
                b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb,
-               src_rank, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq_type, cq_addr, cq_bank,
-               cq_rank, cq_bg, cq_ba, cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, pr_head,
+               src_rank, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq, pr_head,
                pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
                ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code, ring_f_lat, hist_r,
                hist_w, comp_out, cmd_log, scratch, in_addr, in_isw, in_cyc, in_src, in_id, n_in, final,
@@ -981,7 +978,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                 _refresh_due(P, CS, refq, ch)
                 event = True
             if sched == SCHED_PARBS and CS[ch, CS_NMARKED] == 0:
-                _parbs_mark(P, CS, cq_n, cq_bank, cq_src, cq_mark, src_rank, scratch, ch)
+                _parbs_mark(P, CS, cq_n, cq, src_rank, scratch, ch)
             issued = 0
             first_rw = False
             for slot in range(2):
@@ -1005,20 +1002,19 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                     if sched == SCHED_DRAMSIM3:
                         q, k, need = _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits,
                                                     b_timing, faw, faw_n, aw32, aw32_n, cq_n,
-                                                    cq_type, cq_bank, cq_rank, cq_row, cq_col,
+                                                    cq,
                                                     q_lb, ch, t)
                     else:
                         q, k, need = _pick_priority(P, CS, C, refq, b_state, b_row, b_hits,
                                                     b_timing, faw, faw_n, aw32, aw32_n, cq_n,
-                                                    cq_type, cq_bank, cq_rank, cq_row, cq_col,
-                                                    cq_seq, cq_mark, cq_src, src_rank, q_lb,
+                                                    cq, src_rank, q_lb,
                                                     ch, t)
                     if q >= 0:
                         cmd = need
-                        bidx = cq_bank[ch, q, k]
-                        row = cq_row[ch, q, k]
-                        col = cq_col[ch, q, k]
-                        addr = cq_addr[ch, q, k]
+                        bidx = cq[ch, q, k, CQ_BANK]
+                        row = cq[ch, q, k, CQ_ROW]
+                        col = cq[ch, q, k, CQ_COL]
+                        addr = cq[ch, q, k, CQ_ADDR]
                         conflict_pre = need == PRE
                         if cmd == RD or cmd == WR:
                             close = False
@@ -1027,17 +1023,16 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                                     and b_streak[ch, bidx] >= P[P_EP_N]):
                                 close = True
                                 for j in range(cq_n[ch, q]):
-                                    if j != k and cq_bank[ch, q, j] == bidx \
-                                            and cq_row[ch, q, j] == row:
+                                    if j != k and cq[ch, q, j, CQ_BANK] == bidx \
+                                            and cq[ch, q, j, CQ_ROW] == row:
                                         close = False
                                         break
                             if close:
                                 cmd = RDP if cmd == RD else WRP
                         if cmd == RD or cmd == WR or cmd == RDP or cmd == WRP:
-                            if cq_mark[ch, q, k] != 0:
+                            if cq[ch, q, k, CQ_MARK] != 0:
                                 CS[ch, CS_NMARKED] -= 1
-                            _erase_cq(cq_n, cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba,
-                                      cq_row, cq_col, cq_seq, cq_src, cq_mark, cq_id, ch, q, k)
+                            _erase_cq(cq_n, cq, ch, q, k)
                             _invalidate_q(CS, q_lb, ch, q)
                             CS[ch, CS_CQ_TOTAL] -= 1
                             CS[ch, CS_TQ_BLOCKED] = 0
@@ -1085,8 +1080,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                 else:
                     RK[ch, r, RK_IDLE] += 1
             if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
-                                     cq_type, cq_addr, cq_bank, cq_rank, cq_bg, cq_ba, cq_row,
-                                     cq_col, cq_seq, cq_src, cq_mark, cq_id, pr_head, pr_next,
+                                     cq, pr_head, pr_next,
                                      pr_addr, q_lb, b_state, b_row, b_timing, ch):
                 event = True
         # ---- 3. front end: one request a cycle, in order --------------------------------

@@ -224,13 +224,12 @@ class Simulator:
         s["tq_src"] = z((nch, 2, tqs), np.int64)
         s["tq_q"] = z((nch, 2, tqs), np.int64)
         s["cq_n"] = z((nch, nq), np.int64)
-        # cq_id is a reserved per-command slot the kernel moves with its entry but never reads.
-        # Removing it made the compiled kernel about 20 % slower on random traces (measured
-        # A/B, same machine and session): numba/LLVM code generation for the inlined event
-        # loop is that sensitive. Drop it only together with a speed re-measurement.
-        for name in ("cq_type", "cq_addr", "cq_bank", "cq_rank", "cq_bg", "cq_ba", "cq_row",
-                     "cq_col", "cq_seq", "cq_src", "cq_mark", "cq_id"):
-            s[name] = z((nch, nq, cqs), np.int64)
+        # command queues: [channel, queue, entry, field] with the kernel's CQ_* fields. CQ_ID
+        # is a reserved slot the kernel moves with its entry but never reads; removing it
+        # made the compiled kernel about 20 % slower on random traces (measured A/B, same
+        # machine and session): code generation for the inlined event loop is that
+        # sensitive. Drop it only together with a speed re-measurement.
+        s["cq"] = z((nch, nq, cqs, K.NCQ), np.int64)
         for pre in ("pr", "pw"):
             s[pre + "_head"] = np.full((nch, K.HASH_BUCKETS), -1, np.int64)
             nxt = np.tile(np.arange(1, pcap + 1, dtype=np.int64), (nch, 1))
@@ -264,9 +263,7 @@ class Simulator:
             s["C"], s["BK"], s["RK"], s["b_state"], s["b_row"], s["b_hits"], s["b_timing"],
             s["b_open_since"], s["b_last_conflict"], s["b_streak"], s["r_open"], s["faw"],
             s["faw_n"], s["aw32"], s["aw32_n"], s["refq"], s["q_lb"], s["src_rank"], s["tq_n"],
-            s["tq_addr"], s["tq_isw"], s["tq_src"], s["tq_q"], s["cq_n"], s["cq_type"], s["cq_addr"],
-            s["cq_bank"], s["cq_rank"], s["cq_bg"], s["cq_ba"], s["cq_row"], s["cq_col"],
-            s["cq_seq"], s["cq_src"], s["cq_mark"], s["cq_id"], s["pr_head"], s["pr_next"],
+            s["tq_addr"], s["tq_isw"], s["tq_src"], s["tq_q"], s["cq_n"], s["cq"], s["pr_head"], s["pr_next"],
             s["pr_addr"], s["pr_added"], s["pr_id"], s["pw_head"], s["pw_next"], s["pw_addr"],
             s["pw_added"], s["pw_id"], s["ring_r_t"], s["ring_r_code"], s["ring_r_lat"],
             s["ring_f_t"], s["ring_f_code"], s["ring_f_lat"], s["hist_r"], s["hist_w"],

@@ -1,19 +1,32 @@
-"""Application start-up and the main window (for now: the simulation view).
+"""Application start-up and the main window: the simulation view and the project dock.
 
     python main.py            # opens this window
 
 Keep start-up light: nothing here imports torch or the numba kernels; views that need them
-import them when first used.
+import them when first used (``projects.store`` and h5py are imported on the first project
+action).
+
+Projects: File > New / Open / Save / Close work on one :class:`projects.store.Project` at a
+time (``MainWindow.project``).  While one is open, every simulation that finishes in the
+simulation view is stored in it (its config and trace are added first when missing).  The
+window title shows the project name, with "*" while it has unsaved changes.  Dialogs go
+through small methods (``_ask_save_path``, ``_ask_open_path``, ``_show_error``,
+``_confirm_discard``) so tests can monkeypatch them.
 """
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QMainWindow
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QMainWindow,
+                               QMessageBox)
 
 APP_NAME = "DiffMem Studio"
+PROJECT_SUFFIX = ".dmproj"
+PROJECT_FILTER = f"DiffMem projects (*{PROJECT_SUFFIX} *.h5);;All files (*)"
 
 
 def _preset_names() -> list[str]:
@@ -26,10 +39,12 @@ def _preset_names() -> list[str]:
 
 
 class MainWindow(QMainWindow):
-    """The top-level window: the simulation view, File > Quit and the presets in the status bar."""
+    """The top-level window: the simulation view, the project dock, the File menu and the
+    presets in the status bar."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.project: Any = None          # the open projects.store.Project, or None
         self.setWindowTitle(APP_NAME)
         self.resize(900, 600)
 
@@ -39,8 +54,32 @@ class MainWindow(QMainWindow):
         self.simulation_view.setObjectName("simulationView")
         self.setCentralWidget(self.simulation_view)
 
+        from gui.views.project_tree import ProjectTreeView   # Qt only
+
+        self.project_tree = ProjectTreeView(self)
+        self.project_tree.setObjectName("projectTreeView")
+        self.project_tree.changed.connect(self._update_title)
+        self.project_dock = QDockWidget("Project", self)
+        self.project_dock.setObjectName("projectDock")
+        self.project_dock.setWidget(self.project_tree)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.project_dock)
+        self.simulation_view.run_finished.connect(self._on_run_finished)
+
         file_menu = self.menuBar().addMenu("&File")
         file_menu.setObjectName("fileMenu")
+        self.file_menu = file_menu
+        self.new_project_action = self._action("&New Project…", "actionNewProject",
+                                               self.new_project, QKeySequence.StandardKey.New)
+        self.open_project_action = self._action("&Open Project…", "actionOpenProject",
+                                                self.open_project, QKeySequence.StandardKey.Open)
+        self.save_project_action = self._action("&Save Project", "actionSaveProject",
+                                                self.save_project, QKeySequence.StandardKey.Save)
+        self.close_project_action = self._action("&Close Project", "actionCloseProject",
+                                                 self.close_project)
+        for a in (self.new_project_action, self.open_project_action, self.save_project_action,
+                  self.close_project_action):
+            file_menu.addAction(a)
+        file_menu.addSeparator()
         self.quit_action = QAction("&Quit", self)
         self.quit_action.setObjectName("actionQuit")
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
@@ -51,10 +90,174 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(
             "DRAM presets: " + ", ".join(presets) if presets
             else "No DRAM presets found (resources/presets/dram)")
+        self._update_title()
 
+    def _action(self, text: str, name: str, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        action.setObjectName(name)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(lambda _checked=False: slot())
+        return action
+
+    # ---------------------------------------------------------------- dialogs (monkeypatched)
+    def _ask_save_path(self) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, "New project", "", PROJECT_FILTER)
+        return path or None
+
+    def _ask_open_path(self) -> str | None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", PROJECT_FILTER)
+        return path or None
+
+    def _show_error(self, msg: str) -> None:
+        QMessageBox.critical(self, APP_NAME, msg)
+
+    def _confirm_discard(self) -> bool:
+        """Ask whether the open project's unsaved changes may be discarded."""
+        name = Path(self.project.path).name if self.project is not None else "the project"
+        answer = QMessageBox.question(
+            self, APP_NAME, f"{name} has unsaved changes. Discard them?",
+            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Cancel)
+        return answer == QMessageBox.StandardButton.Discard
+
+    # ---------------------------------------------------------------- project actions
+    def _update_title(self) -> None:
+        p = self.project
+        if p is None:
+            self.setWindowTitle(APP_NAME)
+        else:
+            star = "*" if getattr(p, "modified", False) else ""
+            self.setWindowTitle(f"{Path(p.path).stem}{star} — {APP_NAME}")
+        has = p is not None
+        for a in ("save_project_action", "close_project_action"):
+            if hasattr(self, a):
+                getattr(self, a).setEnabled(has)
+
+    def _set_project(self, project: Any) -> None:
+        self.project = project
+        self.project_tree.set_project(project)
+        self._update_title()
+
+    def new_project(self) -> bool:
+        """File > New Project…: create a project file and make it the open project."""
+        if not self.close_project():
+            return False
+        path = self._ask_save_path()
+        if not path:
+            return False
+        p = Path(path)
+        if not p.suffix:
+            p = p.with_suffix(PROJECT_SUFFIX)
+        from projects.store import Project
+        try:
+            project = Project.create(p)
+        except Exception as exc:  # noqa: BLE001 - ProjectError, OSError: shown to the user
+            self._show_error(f"Cannot create project {p}: {exc}")
+            return False
+        self._set_project(project)
+        return True
+
+    def open_project(self, path: str | None = None) -> bool:
+        """File > Open Project…: open a project file (errors are shown, never raised)."""
+        if not self.close_project():
+            return False
+        path = path or self._ask_open_path()
+        if not path:
+            return False
+        from projects.store import Project, ProjectInUse
+        try:
+            project = Project.open(path)
+        except ProjectInUse as exc:
+            self._show_error(f"Cannot open {path}: it is in use. {exc}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - ProjectError, OSError: shown to the user
+            msg = str(exc)
+            if str(Path(path).name) not in msg:
+                msg = f"{path}: {msg}"
+            self._show_error(f"Cannot open project: {msg}")
+            return False
+        self._set_project(project)
+        return True
+
+    def save_project(self) -> bool:
+        if self.project is None:
+            return False
+        try:
+            self.project.save()
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            self._show_error(f"Cannot save project: {exc}")
+            return False
+        finally:
+            self._update_title()
+        return True
+
+    def close_project(self, *, ask: bool = True) -> bool:
+        """Close the open project (asks before discarding unsaved changes); True when none
+        is open afterwards.  The lock is always released when it closes."""
+        project = self.project
+        if project is None:
+            return True
+        if ask and getattr(project, "modified", False) and not self._confirm_discard():
+            return False
+        self._set_project(None)
+        try:
+            project.close()
+        except Exception as exc:  # noqa: BLE001 - shown; the project is gone either way
+            self._show_error(f"Error while closing {project.path}: {exc}")
+        return True
+
+    # ---------------------------------------------------------------- runs into the project
+    def _on_run_finished(self, stats: Any) -> None:
+        """Store a finished simulation in the open project (config, trace, run)."""
+        project = self.project
+        if project is None or getattr(project, "closed", False) or getattr(
+                project, "readonly", False):
+            return
+        view = self.simulation_view
+        cfg_name = view.config_combo.currentText()   # the inputs stay as they were for the run
+        trace_path = Path(view.trace_edit.text().strip()).absolute()
+        epoch = int(view.epoch_spin.value())
+        try:
+            if cfg_name not in project.configs():
+                from engine.config import load_config
+                project.add_config(cfg_name, load_config(cfg_name))
+            trace_name = self._trace_name(project, trace_path)
+            if trace_name not in project.traces():
+                project.add_trace(trace_name, trace_path, embed=False)
+            run_id = project.add_run(None, cfg_name, trace_name, {"epoch": epoch}, stats)
+        except Exception as exc:  # noqa: BLE001 - the run is not lost from the view
+            self._show_error(f"Cannot store the run in the project: {exc}")
+            run_id = None
+        self.project_tree.refresh()
+        if run_id is not None:
+            self.project_tree.select("run", run_id)
+        self._update_title()
+
+    @staticmethod
+    def _trace_name(project: Any, path: Path) -> str:
+        """The project trace for ``path``: one already referring to it, else a free name
+        based on the file's stem."""
+        names = project.traces()
+        for name in names:
+            try:
+                if Path(project.trace_info(name)["source"]) == path:
+                    return name
+            except Exception:  # noqa: BLE001 - a corrupt entry is skipped
+                continue
+        name, i = path.stem or "trace", 2
+        while name in names:
+            name, i = f"{path.stem}-{i}", i + 1
+        return name
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        project = self.project
+        if project is not None and getattr(project, "modified", False) \
+                and not self._confirm_discard():
+            event.ignore()
+            return
         self.simulation_view.shutdown()
+        self.close_project(ask=False)
         super().closeEvent(event)
 
 

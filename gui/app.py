@@ -65,6 +65,18 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.project_dock)
         self.simulation_view.run_finished.connect(self._on_run_finished)
 
+        from gui.views.config_editor import ConfigEditor   # engine.config only: no kernels
+
+        self.config_editor = ConfigEditor(parent=self)
+        self.config_editor.setObjectName("configEditor")
+        self.config_dock = QDockWidget("Memory configuration", self)
+        self.config_dock.setObjectName("configDock")
+        self.config_dock.setWidget(self.config_editor)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.config_dock)
+        self.tabifyDockWidget(self.project_dock, self.config_dock)
+        self.project_dock.raise_()
+        self.resizeDocks([self.project_dock], [300], Qt.Orientation.Horizontal)
+
         file_menu = self.menuBar().addMenu("&File")
         file_menu.setObjectName("fileMenu")
         self.file_menu = file_menu

@@ -36,3 +36,15 @@ def test_gui_start_does_not_import_torch() -> None:
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0, res.stderr
+
+
+def test_main_window_has_project_and_config_docks(qtbot):
+    from PySide6.QtWidgets import QDockWidget
+
+    from gui.app import MainWindow
+    w = MainWindow()
+    qtbot.addWidget(w)
+    docks = {d.objectName() for d in w.findChildren(QDockWidget)}
+    assert {"projectDock", "configDock"} <= docks
+    w.config_editor.load_preset("HBM2")
+    assert w.config_editor.config().protocol == "HBM"

@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QMainWind
                                QMessageBox)
 
 APP_NAME = "DiffMem Studio"
+SETTINGS_ORG = "DiffMem"
+LAYOUT_VERSION = 1      # bump when docks change, so an old saved layout is ignored
 PROJECT_SUFFIX = ".dmproj"
 PROJECT_FILTER = f"DiffMem projects (*{PROJECT_SUFFIX} *.h5);;All files (*)"
 
@@ -270,7 +272,30 @@ class MainWindow(QMainWindow):
             return
         self.simulation_view.shutdown()
         self.close_project(ask=False)
+        self.save_layout()
         super().closeEvent(event)
+
+    # ---- window layout (QSettings, not the project file) --------------------------------
+    def _settings(self):
+        from PySide6.QtCore import QSettings
+        return QSettings(SETTINGS_ORG, APP_NAME)
+
+    def save_layout(self) -> None:
+        """Remember the window geometry and the dock arrangement for the next start."""
+        settings = self._settings()
+        settings.setValue("window/geometry", self.saveGeometry())
+        settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
+        settings.sync()
+
+    def restore_layout(self) -> bool:
+        """Restore what save_layout() stored; False when there was nothing (first start)."""
+        settings = self._settings()
+        geometry = settings.value("window/geometry")
+        state = settings.value("window/state")
+        if geometry is None or state is None:
+            return False
+        return bool(self.restoreGeometry(geometry)) and bool(self.restoreState(state,
+                                                                              LAYOUT_VERSION))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -280,6 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = QApplication(list(sys.argv if argv is None else argv) or [APP_NAME])
     app.setApplicationName(APP_NAME)
     window = MainWindow()
+    window.restore_layout()
     window.show()
     return int(app.exec())
 

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 # Before anything imports Qt (pytest-qt creates the QApplication lazily, after this module).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Windows closed by tests save their layout (QSettings): keep that out of the user's config.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="diffmem-tests-config-")
 
 SHARED_DIR = Path(__file__).resolve().parents[1].parent / "shared"
 

@@ -48,3 +48,22 @@ def test_main_window_has_project_and_config_docks(qtbot):
     assert {"projectDock", "configDock"} <= docks
     w.config_editor.load_preset("HBM2")
     assert w.config_editor.config().protocol == "HBM"
+
+
+def test_window_layout_is_remembered(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import QSettings
+
+    from gui.app import MainWindow
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+    monkeypatch.setattr("gui.app.SETTINGS_ORG", "DiffMemTest")
+    w = MainWindow()
+    qtbot.addWidget(w)
+    assert not w.restore_layout()            # nothing stored yet
+    w.resize(701, 503)          # inside the offscreen screen (800 x 600)
+    w.config_dock.raise_()
+    w.save_layout()
+    w2 = MainWindow()
+    qtbot.addWidget(w2)
+    assert w2.restore_layout()
+    assert (w2.width(), w2.height()) == (701, 503)

@@ -137,13 +137,7 @@ class SimulationWorker(QObject):
         except BaseException as exc:  # noqa: BLE001 - reported to the GUI, never lost
             self.outcome = ("failed", (str(exc) or type(exc).__name__, traceback.format_exc()))
         self.result_box["outcome"] = self.outcome
-        kind, value = self.outcome
-        if kind == "finished":
-            self.finished.emit(value)
-        elif kind == "failed":
-            self.failed.emit(*value)
-        else:
-            self.cancelled.emit()
+        _emit_outcome(self, self.outcome)
         self.ended.emit()
 
     def _simulate(self) -> tuple[str, Any]:
@@ -217,15 +211,20 @@ class SimulationRun(QObject):
         self.running = False
         _ACTIVE.discard(self)
         self.thread.deleteLater()
-        kind, value = outcome if outcome is not None else ("failed", ("worker ended without a "
-                                                                      "result", ""))
-        if kind == "finished":
-            self.finished.emit(value)
-        elif kind == "failed":
-            self.failed.emit(*value)
-        else:
-            self.cancelled.emit()
+        _emit_outcome(self, outcome if outcome is not None
+                      else ("failed", ("worker ended without a result", "")))
         self.done.emit()
+
+
+def _emit_outcome(obj: Any, outcome: tuple[str, Any]) -> None:
+    """Emit obj's finished(stats), failed(message, details) or cancelled() signal."""
+    kind, value = outcome
+    if kind == "finished":
+        obj.finished.emit(value)
+    elif kind == "failed":
+        obj.failed.emit(*value)
+    else:
+        obj.cancelled.emit()
 
 
 def start_simulation(cfg: Any, traces: Sequence[str | Path], options: Any = None,

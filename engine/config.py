@@ -418,16 +418,9 @@ class MemoryConfig:
     def energy_increments(self) -> dict[str, float]:
         """DRAMsim3's energy increments, in its units (V x mA x cycles, i.e. pJ only if
         tCK = 1 ns): per command act, read, write, ref, refb; per rank-cycle act_stb,
-        pre_stb, pre_pd, sref."""
-        k = self.VDD * self.devices_per_rank
-        return {"act": k * (self.IDD0 * self.tRC - (self.IDD3N * self.tRAS
-                                                    + self.IDD2N * self.tRP)),
-                "read": k * (self.IDD4R - self.IDD3N) * self.burst_cycle,
-                "write": k * (self.IDD4W - self.IDD3N) * self.burst_cycle,
-                "ref": k * (self.IDD5AB - self.IDD3N) * self.tRFC,
-                "refb": k * (self.IDD5PB - self.IDD3N) * self.tRFCb,
-                "act_stb": k * self.IDD3N, "pre_stb": k * self.IDD2N,
-                "pre_pd": k * self.IDD2P, "sref": k * self.IDD6x}
+        pre_stb, pre_pd, sref. Computed by engine.power.energy_increments (one formula)."""
+        from .power import energy_increments
+        return {k.removesuffix("_energy_inc"): v for k, v in energy_increments(self).items()}
 
     # ---- validation --------------------------------------------------------------------
     def _error(self, key: str, message: str) -> ConfigError:

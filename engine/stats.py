@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine import kernel as K
-from engine.fileio import atomic_write_text
+from engine.fileio import atomic_write_text, json_default
 from engine.power import EnergyCounts, EnergyReport, compute_energy
 
 PERCENTILES = (50, 90, 95, 99)
@@ -46,17 +46,7 @@ class Stats:
         """Write the statistics as JSON, atomically (temp file + rename)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n")
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1, default=json_default) + "\n")
 
 
 def _percentile(hist: np.ndarray, p: float) -> int | None:

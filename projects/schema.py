@@ -55,6 +55,8 @@ import json
 import logging
 from typing import Any, Callable
 
+from engine.fileio import json_default
+
 log = logging.getLogger(__name__)
 
 #: The schema this build writes.
@@ -108,22 +110,7 @@ EPOCH_BANK_UTILISATION = "bank_utilisation"
 
 def to_json(value: Any) -> str:
     """JSON text for an attribute (numpy scalars and arrays become plain numbers and lists)."""
-    return json.dumps(value, default=_json_default, sort_keys=False)
-
-
-def _json_default(o: Any) -> Any:
-    import numpy as np
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if hasattr(o, "__fspath__"):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    return json.dumps(value, default=json_default, sort_keys=False)
 
 
 def attr_str(value: Any) -> str:

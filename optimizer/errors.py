@@ -1,0 +1,46 @@
+"""Exception types of the optimiser: bad hardware files, bad networks, unmappable layers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.errors import DiffMemError
+
+
+def _where(path: str | Path | None, field: str | None) -> str:
+    parts = []
+    if path is not None:
+        parts.append(str(path))
+    if field is not None:
+        parts.append(f"field '{field}'")
+    return (", ".join(parts) + ": ") if parts else ""
+
+
+class OptimizerError(DiffMemError):
+    """Base class of the optimiser's errors."""
+
+
+class HardwareError(OptimizerError):
+    """A Gemmini hardware file is malformed: names the file and field."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None,
+                 field: str | None = None) -> None:
+        self.path, self.field = path, field
+        super().__init__(_where(path, field) + message)
+
+
+class WorkloadError(OptimizerError):
+    """A network description is malformed or unknown: names the file, layer and field."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None,
+                 field: str | None = None) -> None:
+        self.path, self.field = path, field
+        super().__init__(_where(path, field) + message)
+
+
+class MappingError(OptimizerError):
+    """A mapping or schedule is malformed or cannot be made valid (e.g. a layer that fits no
+    mapping on this hardware)."""
+
+
+class OptimizationCancelled(OptimizerError):
+    """Raised inside a search when the caller's cancel flag was set."""

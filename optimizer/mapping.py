@@ -1,0 +1,151 @@
+"""Mappings and schedules in one tool-neutral notation (the one of the Timeloop reference).
+
+A layer's mapping fixes, for each of the 7 loop dimensions (N K C P Q R S), its temporal
+factor at each memory level (DRAM, Scratchpad, Accumulator, Registers), the loop order within
+each level, and the two spatial factors of the systolic array: K across PE columns (below the
+scratchpad) and C across PE rows (below each accumulator slice).  The full loop nest is
+
+    DRAM temporal -> Scratchpad temporal -> spatial K (columns) -> Accumulator temporal
+                  -> spatial C (rows) -> Registers temporal -> MAC
+
+A schedule is a network's mappings plus the set of fused producer->consumer edges.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import MappingError
+from optimizer.workload import DIMS, Layer
+
+LEVELS = ("DRAM", "Scratchpad", "Accumulator", "Registers")
+DEFAULT_ORDER = DIMS
+
+
+@dataclass
+class LayerMapping:
+    """Factors ``temporal[level][dim]`` (levels outer to inner), loop orders
+    ``orders[level]`` (all 7 dims, outermost first) and the spatial unrolling."""
+
+    temporal: list[dict[str, int]]
+    orders: list[tuple[str, ...]]
+    spatial_k: int = 1
+    spatial_c: int = 1
+
+    def factor(self, level: int, dim: str) -> int:
+        return self.temporal[level][dim]
+
+    def check(self, layer: Layer) -> None:
+        """Raise MappingError unless the factors multiply to the layer's dimensions."""
+        for d in DIMS:
+            total = math.prod(self.temporal[lv][d] for lv in range(4))
+            total *= self.spatial_k if d == "K" else 1
+            total *= self.spatial_c if d == "C" else 1
+            if total != layer.dims[d]:
+                raise MappingError(f"layer '{layer.name}': factors of {d} multiply to {total}, "
+                                   f"expected {layer.dims[d]}")
+        for lv, order in enumerate(self.orders):
+            if sorted(order) != sorted(DIMS):
+                raise MappingError(f"layer '{layer.name}': loop order at {LEVELS[lv]} must "
+                                   f"list each of {''.join(DIMS)} once, got {order}")
+
+    # ---- the reference notation -----------------------------------------------------------
+    def to_notation(self) -> dict[str, Any]:
+        return {"temporal": {LEVELS[lv]: {"factors": dict(self.temporal[lv]),
+                                          "order_outer_to_inner": list(self.orders[lv])}
+                             for lv in range(4)},
+                "spatial": {"Scratchpad": {"factors": {"K": self.spatial_k}},
+                            "Accumulator": {"factors": {"C": self.spatial_c}}}}
+
+    @classmethod
+    def from_notation(cls, data: Any, where: str = "mapping") -> "LayerMapping":
+        """Parse the tool-neutral notation of reference.json (``temporal``/``spatial``)."""
+        try:
+            temporal, orders = [], []
+            for lv in LEVELS:
+                entry = data["temporal"][lv]
+                factors = {d: int(entry["factors"].get(d, 1)) for d in DIMS}
+                if any(v < 1 for v in factors.values()):
+                    raise MappingError(f"{where}: factors at {lv} must be positive")
+                order = tuple(entry.get("order_outer_to_inner", DEFAULT_ORDER))
+                temporal.append(factors)
+                orders.append(order)
+            spatial = data.get("spatial", {})
+            sk = spatial.get("Scratchpad", {}).get("factors", {})
+            sc = spatial.get("Accumulator", {}).get("factors", {})
+            if set(sk) - {"K"} and any(v != 1 for d, v in sk.items() if d != "K"):
+                raise MappingError(f"{where}: only K may be unrolled across PE columns "
+                                   f"(spatial.Scratchpad), got {sk}")
+            if set(sc) - {"C"} and any(v != 1 for d, v in sc.items() if d != "C"):
+                raise MappingError(f"{where}: only C may be unrolled across PE rows "
+                                   f"(spatial.Accumulator), got {sc}")
+            return cls(temporal, orders, int(sk.get("K", 1)), int(sc.get("C", 1)))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise MappingError(f"{where}: malformed mapping ({exc!r}); expected temporal."
+                               "<DRAM|Scratchpad|Accumulator|Registers>.factors and spatial "
+                               "as in reference.json") from None
+
+    def describe(self) -> str:
+        """One line per level, e.g. ``DRAM: K8 | SP: - | cols K16 | ACC: C8 R3 S3 P28 Q28``."""
+        parts = []
+        for lv, name in enumerate(("DRAM", "SP", "ACC", "REG")):
+            loops = " ".join(f"{d}{self.temporal[lv][d]}" for d in self.orders[lv]
+                             if self.temporal[lv][d] > 1) or "-"
+            parts.append(f"{name}: {loops}")
+            if lv == 1:
+                parts.append(f"cols K{self.spatial_k}")
+            if lv == 2:
+                parts.append(f"rows C{self.spatial_c}")
+        return " | ".join(parts)
+
+
+@dataclass
+class Schedule:
+    """A network's schedule: one mapping per layer and the fused edges (producer, consumer
+    layer names)."""
+
+    network: str
+    mappings: dict[str, LayerMapping]
+    fused: list[tuple[str, str]] = field(default_factory=list)
+    method: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"network": self.network, "method": self.method,
+                "fused_edges": [list(e) for e in self.fused],
+                "layers": {name: m.to_notation() for name, m in self.mappings.items()},
+                "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path | None = None) -> "Schedule":
+        where = str(path) if path is not None else "schedule"
+        if not isinstance(data, dict):
+            raise MappingError(f"{where}: expected a JSON object")
+        sched = data.get("schedule", data)
+        layers = sched.get("layers")
+        if isinstance(layers, list):      # our output format: list of per-layer records
+            layers = {entry["name"]: entry["mapping"] for entry in layers}
+        if not isinstance(layers, dict):
+            raise MappingError(f"{where}: expected 'layers' (layer name -> mapping)")
+        mappings = {name: LayerMapping.from_notation(m, f"{where}: layer '{name}'")
+                    for name, m in layers.items()}
+        fused = [tuple(e) for e in sched.get("fused_edges", [])]
+        if not all(len(e) == 2 and all(isinstance(x, str) for x in e) for e in fused):
+            raise MappingError(f"{where}: 'fused_edges' must be [producer, consumer] pairs")
+        return cls(str(sched.get("network", data.get("network", ""))), mappings,
+                   [(a, b) for a, b in fused], str(sched.get("method", "")),
+                   dict(sched.get("meta", {})))
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MappingError(f"{path}: file not found") from None
+    except json.JSONDecodeError as exc:
+        raise MappingError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    return Schedule.from_json(data, path)

@@ -253,6 +253,30 @@ class FusionGraph:
     res_dst: list[int]
     res_chain: list[list[int]]  # edges whose fusion keeps the residual on chip ([] = never)
     uses: list[list[tuple[str, int]]]   # per layer: ("edge", e) / ("res", r) / ("out", -1)
+    res_dst_t: torch.Tensor = None       # [R] long
+    res_size_of: torch.Tensor = None     # [R] layer whose output size the shortcut has
+    res_chain_idx: torch.Tensor = None   # [R, C] into cat(sigma, [1, 0])
+    uses_idx: torch.Tensor = None        # [L, U] into cat(sigma, res_keep, [0, 1])
+
+    def __post_init__(self) -> None:
+        E, R = len(self.prod), len(self.res_dst)
+        self.res_dst_t = torch.tensor(self.res_dst, dtype=torch.long)
+        self.res_size_of = torch.tensor([s if s >= 0 else d for s, d in
+                                         zip(self.res_src, self.res_dst)], dtype=torch.long)
+        width = max([1] + [len(ch) for ch in self.res_chain])
+        chain = torch.full((R, width), E, dtype=torch.long)          # E -> 1.0 (padding)
+        for r, ch in enumerate(self.res_chain):
+            if ch:
+                chain[r, :len(ch)] = torch.tensor(ch)
+            else:
+                chain[r, 0] = E + 1                                   # E+1 -> 0.0: never
+        self.res_chain_idx = chain
+        width = max(len(u) for u in self.uses) if self.uses else 1
+        uses = torch.full((len(self.uses), width), E + R + 1, dtype=torch.long)   # -> 1.0
+        for i, u in enumerate(self.uses):
+            for j, (kind, k) in enumerate(u):
+                uses[i, j] = k if kind == "edge" else E + k if kind == "res" else E + R
+        self.uses_idx = uses
 
     @classmethod
     def from_network(cls, net: Network) -> "FusionGraph":
@@ -329,44 +353,31 @@ def network_costs(lb: LayerBatch, mt: MappingTensors, hw: GemminiHardware,
     dram_reads = c.dram_w_reads + c.dram_i_reads + c.dram_o_reads
     dram_writes = c.dram_o_updates
     sp_extra = zeros
-    if fg is not None and sigma is not None and len(fg.prod):
-        sig = torch.where(fg.fusable, sigma, torch.zeros_like(sigma))
-        # consumer side: the fused operand is not read from DRAM
-        saved_read = torch.where(fg.operand_w, c.dram_w_reads[fg.cons], c.dram_i_reads[fg.cons])
-        dram_reads = dram_reads - torch.zeros_like(zeros).index_add(0, fg.cons, sig * saved_read)
+    if fg is not None:
+        n_edges = len(fg.prod)
+        sig = zeros[:0] if n_edges == 0 else torch.where(
+            fg.fusable, sigma if sigma is not None else torch.zeros(n_edges, dtype=DTYPE),
+            torch.zeros(n_edges, dtype=DTYPE))
+        one, zero = torch.ones(1, dtype=DTYPE), torch.zeros(1, dtype=DTYPE)
+        if n_edges:
+            # consumer side: the fused operand is not read from DRAM
+            saved_read = torch.where(fg.operand_w, c.dram_w_reads[fg.cons],
+                                     c.dram_i_reads[fg.cons])
+            dram_reads = dram_reads - zeros.index_add(0, fg.cons, sig * saved_read)
         # residual reads: the adding layer reads the shortcut unless its chain is fused
-        res_sig = []
-        for r, (src, dst) in enumerate(zip(fg.res_src, fg.res_dst)):
-            keep = torch.ones((), dtype=DTYPE)
-            for k in fg.res_chain[r]:
-                keep = keep * sig[k]
-            if not fg.res_chain[r]:
-                keep = keep * 0
-            res_sig.append(keep)
-            size = c.macs.new_tensor(float(lb.size_o[src])) if src >= 0 else \
-                c.macs.new_tensor(float(lb.size_o[dst]))
-            dram_reads = dram_reads + torch.zeros_like(zeros).index_put(
-                (torch.tensor([dst]),), (1 - keep) * size)
+        res_keep = torch.cat([sig, one, zero])[fg.res_chain_idx].prod(1)
+        if len(fg.res_dst):
+            dram_reads = dram_reads + zeros.index_add(0, fg.res_dst_t,
+                                                      (1 - res_keep) * lb.size_o[fg.res_size_of])
         # producer side: the final write disappears when every use is fused
-        saved_write = []
-        for i, uses in enumerate(fg.uses):
-            keep = torch.ones((), dtype=DTYPE)
-            for kind, k in uses:
-                keep = keep * (sig[k] if kind == "edge" else res_sig[k] if kind == "res" else 0)
-            saved_write.append(keep)
-        saved = torch.stack(saved_write) * lb.size_o
-        dram_writes = dram_writes - saved
-        sp_extra = saved
-    else:
-        for src, dst in (zip(fg.res_src, fg.res_dst) if fg is not None else ()):
-            size = float(lb.size_o[src]) if src >= 0 else float(lb.size_o[dst])
-            dram_reads = dram_reads + torch.zeros_like(zeros).index_put(
-                (torch.tensor([dst]),), c.macs.new_tensor(size))
+        keep = torch.cat([sig, res_keep, zero, one])[fg.uses_idx].prod(1)
+        sp_extra = keep * lb.size_o
+        dram_writes = dram_writes - sp_extra
     compute = c.macs / c.pes_used
     dram_cyc = (dram_reads + dram_writes) / hw.dram_bw
     sp_cyc = (c.sp_w_reads + c.sp_w_fills + c.sp_i_reads + c.sp_i_fills + sp_extra) / hw.sp_bw
     acc_cyc = (c.acc_o_reads + c.acc_o_fills + c.acc_o_updates) / c.ks / hw.acc_bw
-    cycles = torch.stack([compute, dram_cyc, sp_cyc, acc_cyc], 1).max(1).values
+    cycles = torch.maximum(torch.maximum(compute, dram_cyc), torch.maximum(sp_cyc, acc_cyc))
     parts = {
         "DRAM": dram_reads * hw.e_dram_read + dram_writes * hw.e_dram_write,
         "Scratchpad": (c.sp_w_reads + c.sp_i_reads) * hw.e_sp_read

@@ -1,0 +1,270 @@
+"""The search space every method shares: per layer, a split of each loop dimension over the
+array and the memory levels, and a loop order for the DRAM and scratchpad levels.
+
+Splits are enumerated up front (perfect factorisations only, as a constraint solver would
+pre-enumerate them): a dimension of size D is written D = f_DRAM * f_SP * f_ACC * f_REG * f_sp
+with the spatial factor f_sp only on K (<= PE columns) and C (<= PE rows), register factors
+only on N, P, Q (a PE register holds one weight; for a matmul, whose "weight" changes with N,
+only on P, Q), and no K/C/R/S loops below the accumulator.  Every choice in the space is
+therefore a valid loop nest; only buffer capacities can be exceeded, which the search
+penalises and :func:`repair` fixes.
+
+Loop orders come from three stationarity classes at each of DRAM and scratchpad (9 pairs):
+weights stay (N, P, Q innermost), inputs stay (K innermost) or outputs stay (C, R, S
+innermost).  Below, the accumulator level always keeps weights stationary (N, P, Q innermost
+maximises register reuse, and no other count depends on that order).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from optimizer.costmodel import (DTYPE, FusionGraph, LayerBatch, MappingTensors,
+                                 alignment_mismatch, capacity_violations, layer_costs)
+from optimizer.errors import MappingError
+from optimizer.hardware import GemminiHardware
+from optimizer.mapping import LayerMapping, Schedule
+from optimizer.workload import DIMS, Network
+
+ORDER_CLASSES = {
+    "weights": ("K", "C", "R", "S", "N", "P", "Q"),
+    "inputs": ("N", "C", "P", "Q", "R", "S", "K"),
+    "outputs": ("N", "K", "P", "Q", "C", "R", "S"),
+}
+ORDER_NAMES = tuple(ORDER_CLASSES)
+ORDER_PAIRS = tuple(itertools.product(ORDER_NAMES, ORDER_NAMES))     # (DRAM, scratchpad)
+ACC_ORDER = ORDER_CLASSES["weights"]
+REG_ORDER = DIMS
+MAX_SPLITS = 4096
+
+
+@lru_cache(maxsize=4096)
+def _factorisations(n: int, parts: int) -> tuple[tuple[int, ...], ...]:
+    """All ordered tuples of ``parts`` positive integers whose product is n."""
+    if parts == 1:
+        return ((n,),)
+    out = []
+    for d in range(1, n + 1):
+        if n % d == 0:
+            out += [(d,) + rest for rest in _factorisations(n // d, parts - 1)]
+    return tuple(out)
+
+
+@dataclass
+class DimSplits:
+    """The candidate splits of one dimension of one layer: ``table[j] = (dram, sp, acc, reg,
+    spatial)`` factors."""
+
+    dim: str
+    table: np.ndarray          # [n_options, 5] int
+
+
+def dim_splits(layer_kind: str, dim: str, size: int, hw: GemminiHardware) -> DimSplits:
+    """Enumerate the splits of one dimension (see the module docstring for the rules)."""
+    reg_ok = dim in ("N", "P", "Q") and not (layer_kind == "matmul" and dim == "N")
+    spatial_max = hw.cols if dim == "K" else hw.rows if dim == "C" else 1
+    rows = []
+    for sp in range(1, min(size, spatial_max) + 1):
+        if size % sp:
+            continue
+        for f in _factorisations(size // sp, 4 if reg_ok else 3):
+            dram, spad, acc = f[0], f[1], f[2]
+            reg = f[3] if reg_ok else 1
+            rows.append((dram, spad, acc, reg, sp))
+    table = np.array(rows, dtype=np.int64)
+    if len(table) > MAX_SPLITS:      # keep the largest spatial factors and a spread of others
+        keep = np.argsort(-table[:, 4], kind="stable")[:MAX_SPLITS]
+        table = table[np.sort(keep)]
+    return DimSplits(dim, table)
+
+
+@dataclass
+class LayerSpace:
+    name: str
+    splits: list[DimSplits]            # one per dim, in DIMS order
+
+    def sizes(self) -> list[int]:
+        return [len(s.table) for s in self.splits] + [len(ORDER_PAIRS)]
+
+
+@dataclass
+class SearchSpace:
+    """The space of a network on a hardware: per layer its split tables; the fusable edges."""
+
+    net: Network
+    hw: GemminiHardware
+    layers: list[LayerSpace]
+    batch: LayerBatch
+    graph: FusionGraph
+
+    @classmethod
+    def build(cls, net: Network, hw: GemminiHardware) -> "SearchSpace":
+        layers = []
+        for layer in net.layers:
+            splits = [dim_splits(layer.kind, d, layer.dims[d], hw) for d in DIMS]
+            layers.append(LayerSpace(layer.name, splits))
+        return cls(net, hw, layers, LayerBatch.from_network(net), FusionGraph.from_network(net))
+
+    @property
+    def fusable_edges(self) -> list[int]:
+        return [k for k in range(len(self.graph.prod)) if bool(self.graph.fusable[k])]
+
+    def edge_names(self, k: int) -> tuple[str, str]:
+        return (self.net.layers[int(self.graph.prod[k])].name,
+                self.net.layers[int(self.graph.cons[k])].name)
+
+    # ---- genomes: integer choices ------------------------------------------------------------
+    def mapping(self, i: int, choice: list[int]) -> LayerMapping:
+        """Layer i's mapping from its choices: one split index per dim, then an order pair."""
+        sp = self.layers[i].splits
+        temporal: list[dict[str, int]] = [{}, {}, {}, {}]
+        ks = cs = 1
+        for d, s in enumerate(sp):
+            dram, spad, acc, reg, spat = (int(x) for x in s.table[choice[d]])
+            dim = DIMS[d]
+            temporal[0][dim], temporal[1][dim] = dram, spad
+            temporal[2][dim], temporal[3][dim] = acc, reg
+            if dim == "K":
+                ks = spat
+            elif dim == "C":
+                cs = spat
+        o_dram, o_sp = ORDER_PAIRS[choice[7]]
+        orders = [ORDER_CLASSES[o_dram], ORDER_CLASSES[o_sp], ACC_ORDER, REG_ORDER]
+        return LayerMapping(temporal, orders, ks, cs)
+
+    def schedule(self, choices: list[list[int]], fused_edges: list[int],
+                 method: str = "") -> Schedule:
+        maps = {layer.name: self.mapping(i, c) for i, (layer, c) in
+                enumerate(zip(self.net.layers, choices))}
+        return Schedule(self.net.name, maps, [self.edge_names(k) for k in fused_edges], method)
+
+    def tensors(self, choices: np.ndarray) -> MappingTensors:
+        """MappingTensors of integer choices ``[L, 8]`` (no gradients); vectorised."""
+        import torch
+        choices = np.asarray(choices, dtype=np.int64)
+        tables, order_idx = self._stacked()
+        L = len(self.layers)
+        rows = tables[np.arange(L)[:, None], np.arange(7)[None, :], choices[:, :7]]  # [L,7,5]
+        t = np.transpose(rows[:, :, :4], (0, 2, 1)).astype(np.float64)              # [L,4,7]
+        return MappingTensors(torch.from_numpy(t.copy()),
+                              torch.from_numpy(order_idx[choices[:, 7]].copy()),
+                              torch.from_numpy(rows[:, 1, 4].astype(np.float64)),
+                              torch.from_numpy(rows[:, 2, 4].astype(np.float64)))
+
+    def _stacked(self) -> tuple[np.ndarray, np.ndarray]:
+        """Split tables padded to one array [L, 7, max options, 5]; order index per pair."""
+        if getattr(self, "_cache", None) is None:
+            width = max(len(s.table) for ls in self.layers for s in ls.splits)
+            tables = np.ones((len(self.layers), 7, width, 5), dtype=np.int64)
+            for i, ls in enumerate(self.layers):
+                for d, s in enumerate(ls.splits):
+                    tables[i, d, :len(s.table)] = s.table
+            order_idx = np.array([[[DIMS.index(x) for x in order] for order in
+                                   (ORDER_CLASSES[a], ORDER_CLASSES[b], ACC_ORDER, REG_ORDER)]
+                                  for a, b in ORDER_PAIRS], dtype=np.int64)
+            self._cache = (tables, order_idx)
+        return self._cache
+
+    def random_choices(self, rng: np.random.Generator) -> np.ndarray:
+        return np.array([[rng.integers(n) for n in ls.sizes()] for ls in self.layers],
+                        dtype=np.int64)
+
+    def minimal_choices(self) -> np.ndarray:
+        """Everything at DRAM, one PE: always fits any buffer (the repair's fallback)."""
+        out = np.zeros((len(self.layers), 8), dtype=np.int64)
+        for i, ls in enumerate(self.layers):
+            for d, s in enumerate(ls.splits):
+                target = (s.table[:, 1:].prod(1) == 1)
+                out[i, d] = int(np.flatnonzero(target)[0])
+        return out
+
+
+# ---- validity and repair --------------------------------------------------------------------
+def layer_overflow(space: SearchSpace, choices: np.ndarray) -> np.ndarray:
+    """Per layer, the summed relative overflow of every buffer (0: the mapping fits)."""
+    import torch
+    with torch.no_grad():
+        c = layer_costs(space.batch, space.tensors(choices))
+        v = capacity_violations(c, space.hw)
+    return sum(x.numpy() for x in v.values())
+
+
+def repair(space: SearchSpace, choices: np.ndarray, score=None) -> np.ndarray:
+    """Make every layer's mapping fit, changing as little as possible: while a layer
+    overflows, try each single move that shrinks one of its splits (the same dimension's
+    candidates with smaller on-chip factors) and keep the one that reduces the overflow most
+    (ties: lowest ``score(choices)`` if given).  Falls back to the minimal mapping."""
+    choices = choices.copy()
+    over = layer_overflow(space, choices)
+    for i in np.flatnonzero(over > 0):
+        for _ in range(64):
+            if over[i] <= 0:
+                break
+            best = None
+            for d, s in enumerate(space.layers[i].splits):
+                cur = s.table[choices[i, d]]
+                inner = cur[1:].prod()
+                # candidates whose on-chip part divides the current one (strictly smaller)
+                cand = np.flatnonzero((s.table[:, 1:].prod(1) < inner)
+                                      & np.all(cur[1:] % s.table[:, 1:] == 0, axis=1))
+                for j in cand:
+                    trial = choices.copy()
+                    trial[i, d] = j
+                    o = layer_overflow(space, trial)[i]
+                    key = (o, -s.table[j, 1:].prod())
+                    if best is None or key < best[0]:
+                        best = (key, d, j)
+            if best is None:
+                break
+            choices[i, best[1]] = best[2]
+            over = layer_overflow(space, choices)
+        if over[i] > 0:
+            choices[i] = space.minimal_choices()[i]
+            over = layer_overflow(space, choices)
+            if over[i] > 0:
+                raise MappingError(f"layer '{space.net.layers[i].name}' fits no mapping on "
+                                   f"{space.hw.name}: even one MAC per step overflows a buffer")
+    return choices
+
+
+def repair_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) -> list[int]:
+    """The fused edges that can run fused: aligned tiles, and each fused group's scratchpad
+    tiles fit together (edges are dropped, largest group first, until they do)."""
+    import torch
+    from optimizer.costmodel import fusion_groups
+    keep = []
+    for k in fused:
+        if not bool(space.graph.fusable[k]):
+            continue
+        p, c = int(space.graph.prod[k]), int(space.graph.cons[k])
+        mp, mc = space.mapping(p, list(choices[p])), space.mapping(c, list(choices[c]))
+        if not alignment_mismatch(mp, mc, space.net.layers[c]):
+            keep.append(k)
+    with torch.no_grad():
+        used = layer_costs(space.batch, space.tensors(choices)).sp_used.numpy()
+    while True:
+        names = [space.edge_names(k) for k in keep]
+        bad = None
+        for group in fusion_groups(space.net, names):
+            if len(group) > 1 and used[group].sum() > space.hw.sp_capacity:
+                bad = set(group)
+                break
+        if bad is None:
+            return keep
+        # drop the fused edge of that group whose layers use the most scratchpad
+        inside = [k for k in keep if int(space.graph.prod[k]) in bad]
+        worst = max(inside, key=lambda k: used[int(space.graph.prod[k])]
+                    + used[int(space.graph.cons[k])])
+        keep.remove(worst)
+
+
+def log_size(space: SearchSpace) -> float:
+    """log10 of the number of schedules in the space (for reports)."""
+    total = 0.0
+    for ls in space.layers:
+        total += sum(math.log10(n) for n in ls.sizes())
+    return total + len(space.fusable_edges) * math.log10(2)

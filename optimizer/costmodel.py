@@ -38,7 +38,7 @@ the same spatial (N, P, Q) DRAM tiles, so their scratchpad tiles must fit togeth
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
 import torch
@@ -348,29 +348,38 @@ def network_costs(lb: LayerBatch, mt: MappingTensors, hw: GemminiHardware,
                   fg: FusionGraph | None = None, sigma: torch.Tensor | None = None
                   ) -> NetworkCosts:
     """Costs of a whole network; ``sigma`` [E] in [0, 1] fuses the edges of ``fg``."""
-    c = layer_costs(lb, mt)
-    zeros = torch.zeros_like(c.macs)
+    return combine(layer_costs(lb, mt), lb, hw, fg, sigma)
+
+
+def combine(c: LayerCosts, lb: LayerBatch, hw: GemminiHardware, fg: FusionGraph | None = None,
+            sigma: torch.Tensor | None = None) -> NetworkCosts:
+    """The network part of :func:`network_costs` on given per-layer costs (FADiff mixes the
+    per-layer costs of several loop orders before this step)."""
+    # every field is [..., L]: one network, or a batch of candidate schedules of it
+    zeros = torch.zeros_like(c.dram_i_reads)
     dram_reads = c.dram_w_reads + c.dram_i_reads + c.dram_o_reads
     dram_writes = c.dram_o_updates
     sp_extra = zeros
     if fg is not None:
+        batch = zeros.shape[:-1]
         n_edges = len(fg.prod)
-        sig = zeros[:0] if n_edges == 0 else torch.where(
-            fg.fusable, sigma if sigma is not None else torch.zeros(n_edges, dtype=DTYPE),
-            torch.zeros(n_edges, dtype=DTYPE))
-        one, zero = torch.ones(1, dtype=DTYPE), torch.zeros(1, dtype=DTYPE)
+        if sigma is None:
+            sigma = torch.zeros(*batch, n_edges, dtype=DTYPE)
+        sig = torch.where(fg.fusable, sigma, torch.zeros_like(sigma))
+        one = torch.ones(*batch, 1, dtype=DTYPE)
+        zero = torch.zeros(*batch, 1, dtype=DTYPE)
         if n_edges:
             # consumer side: the fused operand is not read from DRAM
-            saved_read = torch.where(fg.operand_w, c.dram_w_reads[fg.cons],
-                                     c.dram_i_reads[fg.cons])
-            dram_reads = dram_reads - zeros.index_add(0, fg.cons, sig * saved_read)
+            saved_read = torch.where(fg.operand_w, c.dram_w_reads[..., fg.cons],
+                                     c.dram_i_reads[..., fg.cons])
+            dram_reads = dram_reads - zeros.index_add(-1, fg.cons, sig * saved_read)
         # residual reads: the adding layer reads the shortcut unless its chain is fused
-        res_keep = torch.cat([sig, one, zero])[fg.res_chain_idx].prod(1)
+        res_keep = torch.cat([sig, one, zero], -1)[..., fg.res_chain_idx].prod(-1)
         if len(fg.res_dst):
-            dram_reads = dram_reads + zeros.index_add(0, fg.res_dst_t,
-                                                      (1 - res_keep) * lb.size_o[fg.res_size_of])
+            dram_reads = dram_reads + zeros.index_add(
+                -1, fg.res_dst_t, (1 - res_keep) * lb.size_o[fg.res_size_of])
         # producer side: the final write disappears when every use is fused
-        keep = torch.cat([sig, res_keep, zero, one])[fg.uses_idx].prod(1)
+        keep = torch.cat([sig, res_keep, zero, one], -1)[..., fg.uses_idx].prod(-1)
         sp_extra = keep * lb.size_o
         dram_writes = dram_writes - sp_extra
     compute = c.macs / c.pes_used
@@ -388,11 +397,21 @@ def network_costs(lb: LayerBatch, mt: MappingTensors, hw: GemminiHardware,
         "MACC": c.macs * hw.e_mac,
     }
     energy = sum(parts.values())
-    total_cycles = cycles.sum()
-    total_energy = energy.sum()
+    total_cycles = cycles.sum(-1)
+    total_energy = energy.sum(-1)
     return NetworkCosts(c, dram_reads, dram_writes, sp_extra, compute, dram_cyc, sp_cyc,
                         acc_cyc, cycles, energy, parts, total_cycles, total_energy,
                         total_cycles * total_energy)
+
+
+def batch_layer_costs(lb: LayerBatch, mt: MappingTensors, batch: int) -> LayerCosts:
+    """Per-layer costs of ``batch`` candidate schedules at once: ``mt`` holds batch x L rows
+    (candidate-major); every field of the result is [batch, L]."""
+    L = len(lb)
+    reps = {f.name: (getattr(lb, f.name).repeat(batch, *([1] * (getattr(lb, f.name).dim() - 1)))
+                     if f.name != "names" else lb.names) for f in fields(LayerBatch)}
+    c = layer_costs(LayerBatch(**reps), mt)
+    return LayerCosts(**{f.name: getattr(c, f.name).reshape(batch, L) for f in fields(LayerCosts)})
 
 
 # ---- validity -------------------------------------------------------------------------------

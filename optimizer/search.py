@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from optimizer.costmodel import (DTYPE, ScheduleResult, capacity_violations, evaluate_schedule,
-                                 network_costs)
+from optimizer.costmodel import (DTYPE, ScheduleResult, batch_layer_costs, capacity_violations,
+                                 combine, evaluate_schedule, network_costs)
 from optimizer.errors import OptimizationCancelled
 from optimizer.space import SearchSpace, repair, repair_fusion
 
@@ -112,6 +112,35 @@ def score(space: SearchSpace, choices: np.ndarray, fused: Sequence[int] = ()) ->
         nc = network_costs(space.batch, space.tensors(choices), space.hw, space.graph, sigma)
         viol = sum(float(v.sum()) for v in capacity_violations(nc.layer, space.hw).values())
     return float(nc.edp), viol
+
+
+def batch_score(space: SearchSpace, choices: np.ndarray, fused: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(EDP [B], violation [B]) of a batch of candidates: integer choices ``[B, L, 8]`` and
+    fused-edge masks ``[B, E]`` (bool).  The violation sums the buffer overflows and, for fused
+    edges, the pair's joint scratchpad overflow and tile misalignment (0: feasible)."""
+    choices = np.asarray(choices, dtype=np.int64)
+    B = choices.shape[0]
+    E = len(space.graph.prod)
+    sigma = torch.zeros(B, E, dtype=DTYPE)
+    if fused is not None and E:
+        sigma = torch.from_numpy(np.asarray(fused, dtype=np.float64))
+    mt = space.tensors(choices)
+    with torch.no_grad():
+        c = batch_layer_costs(space.batch, mt, B)
+        nc = combine(c, space.batch, space.hw, space.graph, sigma)
+        viol = sum(v.sum(-1) for v in capacity_violations(c, space.hw).values())
+        if E and fused is not None:
+            g = space.graph
+            pair = torch.relu((c.sp_used[:, g.prod] + c.sp_used[:, g.cons])
+                              / space.hw.sp_capacity - 1)
+            dram = mt.temporal[:, 0, :].reshape(B, -1, 7)
+            chan = space.batch.in_chan[g.cons]
+            mis = (dram[:, g.prod][..., [0, 3, 4]] != dram[:, g.cons][..., [0, 3, 4]]).any(-1)
+            mis |= dram[:, g.prod, 1] != 1
+            mis |= dram[:, g.cons].gather(2, chan[None, :, None].expand(B, -1, 1)).squeeze(2) != 1
+            viol = viol + (sigma * (pair + mis.to(DTYPE))).sum(-1)
+    return nc.edp.numpy(), viol.numpy()
 
 
 def finish(space: SearchSpace, tracker: Tracker, choices: np.ndarray, fused: Sequence[int],

@@ -143,15 +143,20 @@ class SearchSpace:
         return Schedule(self.net.name, maps, [self.edge_names(k) for k in fused_edges], method)
 
     def tensors(self, choices: np.ndarray) -> MappingTensors:
-        """MappingTensors of integer choices ``[L, 8]`` (no gradients); vectorised."""
+        """MappingTensors of integer choices ``[L, 8]``, or ``[B, L, 8]`` for a batch of
+        candidates (rows candidate-major); no gradients; vectorised."""
         import torch
         choices = np.asarray(choices, dtype=np.int64)
+        flat = choices.reshape(-1, choices.shape[-2], 8)
+        B = flat.shape[0]
         tables, order_idx = self._stacked()
         L = len(self.layers)
-        rows = tables[np.arange(L)[:, None], np.arange(7)[None, :], choices[:, :7]]  # [L,7,5]
-        t = np.transpose(rows[:, :, :4], (0, 2, 1)).astype(np.float64)              # [L,4,7]
-        return MappingTensors(torch.from_numpy(t.copy()),
-                              torch.from_numpy(order_idx[choices[:, 7]].copy()),
+        layer = np.tile(np.arange(L), B)[:, None]
+        c2 = flat.reshape(B * L, 8)
+        rows = tables[layer, np.arange(7)[None, :], c2[:, :7]]                    # [BL,7,5]
+        t = np.transpose(rows[:, :, :4], (0, 2, 1)).astype(np.float64)          # [BL,4,7]
+        return MappingTensors(torch.from_numpy(np.ascontiguousarray(t)),
+                              torch.from_numpy(order_idx[c2[:, 7]].copy()),
                               torch.from_numpy(rows[:, 1, 4].astype(np.float64)),
                               torch.from_numpy(rows[:, 2, 4].astype(np.float64)))
 

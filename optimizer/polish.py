@@ -1,0 +1,213 @@
+"""Exact local refinement of a discrete schedule (FADiff's decoding step).
+
+Coordinate descent on the exact cost model: for one layer and one of its 8 choices (a
+dimension's split or the loop-order pair) at a time, score *every* alternative at once and keep
+the best feasible one; then try switching each fusable edge on or off (re-aligning the
+consumer's DRAM-level tiles to the producer's when switching on).  With the fused set fixed, a
+layer's cycles and energy after fusion depend on its own mapping only, so one layer's
+alternatives are scored on that layer alone and the network EDP follows exactly as
+``(C - c_i + c_i') * (E - e_i + e_i')``.
+"""
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+import torch
+
+from optimizer.costmodel import (DTYPE, LayerBatch, LayerCosts, capacity_violations, combine,
+                                 layer_costs)
+from optimizer.search import Tracker, batch_score
+from optimizer.space import SearchSpace
+
+
+def _fused_sigma(space: SearchSpace, fused: list[int]) -> torch.Tensor:
+    sigma = torch.zeros(len(space.graph.prod), dtype=DTYPE)
+    if fused:
+        sigma[fused] = 1.0
+    return sigma
+
+
+def _layer_terms(space: SearchSpace, choices: np.ndarray, fused: list[int]):
+    """Per-layer cycles, energy and scratchpad use of the current schedule, plus the fusion
+    adjustments each layer gets (which depend on the fused set only)."""
+    sigma = _fused_sigma(space, fused)
+    with torch.no_grad():
+        c = layer_costs(space.batch, space.tensors(choices))
+        nc = combine(c, space.batch, space.hw, space.graph, sigma)
+    return nc, c
+
+
+def _candidates_for_layer(space: SearchSpace, i: int, choices: np.ndarray, gene: int
+                          ) -> np.ndarray:
+    n = space.layers[i].sizes()[gene]
+    cand = np.repeat(choices[i][None, :], n, 0)
+    cand[:, gene] = np.arange(n)
+    return cand
+
+
+def _score_layer(space: SearchSpace, i: int, cand: np.ndarray, fused: list[int],
+                 nc, c_all: LayerCosts, choices: np.ndarray):
+    """Exact (cycles_i, energy_i, feasible) of layer i under each candidate row."""
+    B = cand.shape[0]
+    lb = space.batch
+    sub = LayerBatch(**{f.name: (getattr(lb, f.name)[[i]].repeat(
+        B, *([1] * (getattr(lb, f.name).dim() - 1))) if f.name != "names" else [lb.names[i]])
+        for f in fields(LayerBatch)})
+    full = np.repeat(choices[None, :, :], 1, 0)[0].copy()
+    # tensors() wants whole networks: build this layer's rows directly from its tables
+    tables, order_idx = space._stacked()
+    rows = tables[i, np.arange(7)[None, :], cand[:, :7]]                      # [B,7,5]
+    from optimizer.costmodel import MappingTensors
+    mt = MappingTensors(torch.from_numpy(np.ascontiguousarray(
+        np.transpose(rows[:, :, :4], (0, 2, 1)).astype(np.float64))),
+        torch.from_numpy(order_idx[cand[:, 7]].copy()),
+        torch.from_numpy(rows[:, 1, 4].astype(np.float64)),
+        torch.from_numpy(rows[:, 2, 4].astype(np.float64)))
+    del full
+    hw = space.hw
+    g = space.graph
+    with torch.no_grad():
+        c = layer_costs(sub, mt)
+        # this layer's fusion adjustments (fixed by the fused set)
+        reads = c.dram_w_reads + c.dram_i_reads + c.dram_o_reads
+        writes = c.dram_o_updates
+        base_reads = float(nc.dram_reads[i]) - float(c_all.dram_w_reads[i]
+                                                      + c_all.dram_i_reads[i]
+                                                      + c_all.dram_o_reads[i])
+        feasible = torch.ones(B, dtype=torch.bool)
+        for k in fused:
+            if int(g.cons[k]) == i:
+                reads = reads - (c.dram_w_reads if bool(g.operand_w[k]) else c.dram_i_reads)
+                base_reads += float(c_all.dram_w_reads[i] if bool(g.operand_w[k])
+                                    else c_all.dram_i_reads[i])
+        reads = reads + base_reads
+        sp_extra = float(nc.sp_extra_writes[i])
+        writes = writes - sp_extra
+        compute = c.macs / c.pes_used
+        cyc = torch.maximum(torch.maximum(compute, (reads + writes) / hw.dram_bw),
+                            torch.maximum((c.sp_w_reads + c.sp_w_fills + c.sp_i_reads
+                                           + c.sp_i_fills + sp_extra) / hw.sp_bw,
+                                          (c.acc_o_reads + c.acc_o_fills + c.acc_o_updates)
+                                          / c.ks / hw.acc_bw))
+        energy = (reads * hw.e_dram_read + writes * hw.e_dram_write
+                  + (c.sp_w_reads + c.sp_i_reads) * hw.e_sp_read
+                  + (c.sp_w_fills + c.sp_i_fills + sp_extra) * hw.e_sp_write
+                  + c.acc_o_reads * hw.e_acc_read
+                  + (c.acc_o_fills + c.acc_o_updates) * hw.e_acc_write
+                  + c.reg_w_reads * hw.e_reg_read + c.reg_w_fills * hw.e_reg_write
+                  + c.macs * hw.e_mac)
+        viol = sum(v for v in capacity_violations(c, hw).values())
+        feasible &= viol == 0
+        # fused neighbours: joint scratchpad and aligned DRAM tiles
+        dram = mt.temporal[:, 0, :]
+        for k in fused:
+            p, q = int(g.prod[k]), int(g.cons[k])
+            if i not in (p, q):
+                continue
+            other = q if i == p else p
+            feasible &= (c.sp_used + float(c_all.sp_used[other])) <= hw.sp_capacity
+            o_dram = torch.tensor([space.tensors(choices).temporal[other, 0, d]
+                                   for d in range(7)], dtype=DTYPE)
+            for d in (0, 3, 4):
+                feasible &= dram[:, d] == o_dram[d]
+            if i == p:
+                feasible &= dram[:, 1] == 1
+            else:
+                feasible &= dram[:, int(space.batch.in_chan[i])] == 1
+    return cyc, energy, feasible
+
+
+def _improve_layer(space: SearchSpace, i: int, choices: np.ndarray, fused: list[int],
+                   cand: np.ndarray) -> bool:
+    """Move layer i to the best feasible row of ``cand`` if it lowers the network EDP."""
+    nc, c_all = _layer_terms(space, choices, fused)
+    C, E = float(nc.total_cycles), float(nc.total_energy)
+    ci, ei = float(nc.cycles[i]), float(nc.energy[i])
+    cyc, energy, ok = _score_layer(space, i, cand, fused, nc, c_all, choices)
+    edp = (C - ci + cyc) * (E - ei + energy)
+    edp = torch.where(ok, edp, torch.full_like(edp, float("inf")))
+    j = int(edp.argmin())
+    if bool(ok[j]) and float(edp[j]) < C * E * (1 - 1e-9):
+        choices[i] = cand[j]
+        return True
+    return False
+
+
+def polish(space: SearchSpace, choices: np.ndarray, fused: list[int], *, rounds: int = 3,
+           samples: int = 512, seed: int = 0, tracker: Tracker | None = None
+           ) -> tuple[np.ndarray, list[int]]:
+    """Local refinement from a feasible schedule (see the module docstring): per layer, a
+    jump to the best of ``samples`` random mappings of that layer if it is better, then an
+    exhaustive pass over each of its 8 choices; then the fusion toggles; ``rounds`` times or
+    until nothing improves."""
+    rng = np.random.default_rng(seed)
+    choices = np.asarray(choices, dtype=np.int64).copy()
+    fused = list(fused)
+    L = len(space.layers)
+    for _ in range(rounds):
+        improved = False
+        for i in range(L):
+            if samples:
+                sizes = space.layers[i].sizes()
+                cand = np.stack([rng.integers(0, n, samples) for n in sizes], 1)
+                improved |= _improve_layer(space, i, choices, fused, cand)
+            for gene in range(8):
+                improved |= _improve_layer(space, i, choices, fused,
+                                           _candidates_for_layer(space, i, choices, gene))
+                if tracker is not None:
+                    tracker.evaluations += 1
+                    tracker.check_cancel()
+        improved |= _polish_fusion(space, choices, fused)
+        if not improved:
+            break
+    return choices, fused
+
+
+def _polish_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) -> bool:
+    """Try each fusable edge on/off (on: with the consumer's DRAM tiles aligned to the
+    producer's where a split allows); keep changes that lower the EDP.  In place."""
+    g = space.graph
+    improved = False
+    for k in space.fusable_edges:
+        cur = np.zeros((1, len(g.prod)), dtype=bool)
+        cur[0, fused] = True
+        base_edp, base_v = batch_score(space, choices[None], cur)
+        trial_choices = choices.copy()
+        trial = cur.copy()
+        trial[0, k] = not cur[0, k]
+        if trial[0, k]:
+            _align(space, trial_choices, int(g.prod[k]), int(g.cons[k]))
+        edp, v = batch_score(space, trial_choices[None], trial)
+        if v[0] == 0 and edp[0] < base_edp[0] * (1 - 1e-9):
+            choices[:] = trial_choices
+            if trial[0, k]:
+                fused.append(k)
+            else:
+                fused.remove(k)
+            improved = True
+    return improved
+
+
+def _align(space: SearchSpace, choices: np.ndarray, p: int, q: int) -> None:
+    """Set the producer's DRAM K factor and the consumer's DRAM input-channel factor to 1 and
+    the consumer's DRAM N/P/Q factors to the producer's, keeping the other levels' factors as
+    close as the split tables allow.  In place; leaves a dim unchanged if no split fits."""
+    for layer, dims in ((p, {1: 1}), (q, {int(space.batch.in_chan[q]): 1})):
+        for d, want in dims.items():
+            _set_dram(space, choices, layer, d, want)
+    tables, _ = space._stacked()
+    for d in (0, 3, 4):
+        want = int(tables[p, d, choices[p, d], 0])
+        _set_dram(space, choices, q, d, want)
+
+
+def _set_dram(space: SearchSpace, choices: np.ndarray, layer: int, d: int, want: int) -> None:
+    table = space.layers[layer].splits[d].table
+    cur = table[choices[layer, d]]
+    ok = np.flatnonzero(table[:, 0] == want)
+    if len(ok) == 0:
+        return
+    # the split closest to the current one in log space (on-chip levels and spatial)
+    dist = np.abs(np.log(table[ok, 1:]) - np.log(cur[1:])).sum(1)
+    choices[layer, d] = int(ok[np.argmin(dist)])

@@ -157,7 +157,7 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
     ``settings.steps`` anneals fully within it."""
     st = settings or FADiffSettings()
     if budget is None:
-        budget = Budget(evaluations=st.steps)
+        budget = Budget(evaluations=10 ** 12)          # the step count alone limits the run
     steps = st.steps if budget.evaluations is None else min(st.steps, budget.evaluations)
     tracker = Tracker(NAME, budget, progress, cancel)
     gen = torch.Generator().manual_seed(seed)
@@ -182,6 +182,8 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         # the time budget, if any, stretches the annealing over the time actually available
         if budget.seconds is not None and step > 0:
             frac = max(frac, tracker.elapsed / budget.seconds)
+        if budget.evaluations is not None:      # decoding checks use evaluations too
+            frac = max(frac, tracker.evaluations / max(1, budget.evaluations - 1))
         tau = st.tau_start * (st.tau_end / st.tau_start) ** min(1.0, frac)
         nc, c, temporal, sigma, choices = model.forward(tau, gen)
         cap, fuse_cap, align = model.penalties(c, temporal, sigma)
@@ -197,8 +199,9 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         v = float(violation.detach())
         lam = min(st.lambda_max, lam * st.lambda_up) if v > 0 else \
             max(st.lambda_start, lam * st.lambda_down)
-        if float(cap) == 0:
-            consider(choices, [k for k in range(len(sigma)) if float(sigma[k]) > 0.5])
+        if float(cap.detach()) == 0:
+            s_now = sigma.detach()
+            consider(choices, [k for k in range(len(s_now)) if float(s_now[k]) > 0.5])
         if step % st.check_every == 0 or step == steps - 1:
             consider(model.argmax_choices(), model.fused_edges())
         tracker.report(loss_value, float(nc.edp.detach()), tau=tau, violation=v,

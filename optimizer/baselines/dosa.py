@@ -161,7 +161,7 @@ def run(space: SearchSpace, budget: Budget, seed: int = 0, progress: ProgressFn 
             loss.backward()
             opt.step()
             tracker.evaluations += 1
-            tracker.report(float(loss), edp, violation=pen)
+            tracker.report(float(loss.detach()), edp, violation=pen)
             if step % ROUND_EVERY == 0 or step == steps or tracker.exhausted():
                 _round(space, tracker, relaxed, best, final=step == steps
                        or tracker.exhausted())

@@ -1,0 +1,131 @@
+"""The registry of search methods and the one call the CLI and the GUI use.
+
+``optimize(network, hw, method, budget, seed)`` builds the search space, runs the method and
+returns its :class:`~optimizer.search.SearchResult` (always valid, scored by the exact
+evaluator); :func:`schedule_json` turns it into the schedule file (``optimize --out``), and
+:func:`result_json` does the same for any evaluated schedule (``evaluate --schedule``).
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from optimizer.costmodel import ScheduleResult
+from optimizer.errors import OptimizerError
+from optimizer.hardware import GemminiHardware, load_hardware
+from optimizer.mapping import LEVELS
+from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult
+from optimizer.space import SearchSpace
+from optimizer.timeline import build_timeline
+from optimizer.workload import Network, load_network
+
+MethodFn = Callable[..., SearchResult]
+HISTORY_POINTS = 200            # convergence points kept in a schedule file
+
+
+def _lazy(module: str) -> MethodFn:
+    def run(space: SearchSpace, budget: Budget, seed: int = 0,
+            progress: ProgressFn | None = None, cancel: CancelFn | None = None
+            ) -> SearchResult:
+        import importlib
+        return importlib.import_module(module).run(space, budget, seed, progress, cancel)
+    run.__name__ = f"run_{module.rsplit('.', 1)[-1]}"
+    return run
+
+
+METHODS: dict[str, MethodFn] = {
+    "random": _lazy("optimizer.baselines.random_search"),
+    "ga": _lazy("optimizer.baselines.ga"),
+    "bo": _lazy("optimizer.baselines.bo"),
+    "dosa": _lazy("optimizer.baselines.dosa"),
+}
+ALL_METHODS = ("fadiff", "ga", "bo", "random", "dosa")      # what the CLI offers
+
+
+class UnknownMethodError(OptimizerError):
+    """A method name that is not registered (or not available yet)."""
+
+
+def get_method(name: str) -> MethodFn:
+    if name not in METHODS:
+        if name in ALL_METHODS:
+            raise UnknownMethodError(f"method '{name}' is not available in this build "
+                                     f"(registered: {', '.join(sorted(METHODS))})")
+        raise UnknownMethodError(f"unknown method '{name}': expected one of "
+                                 f"{', '.join(sorted(METHODS))}")
+    return METHODS[name]
+
+
+def optimize(network: Network | str | Path, hw: GemminiHardware | str | Path,
+             method: str = "ga", budget: Budget | None = None, seed: int = 0,
+             progress: ProgressFn | None = None, cancel: CancelFn | None = None
+             ) -> tuple[SearchResult, SearchSpace]:
+    """Run ``method`` on ``network`` and ``hw`` (objects, names or files) within ``budget``
+    (default: 2000 evaluations); returns the result and the search space it ran on."""
+    net = network if isinstance(network, Network) else load_network(network)
+    hard = hw if isinstance(hw, GemminiHardware) else load_hardware(hw)
+    run = get_method(method)
+    budget = budget or Budget(evaluations=2000)
+    t0 = time.perf_counter()
+    space = SearchSpace.build(net, hard)
+    result = run(space, budget, seed, progress, cancel)
+    result.wall_s = time.perf_counter() - t0
+    return result, space
+
+
+def result_json(res: ScheduleResult, net: Network, hw: GemminiHardware, *, method: str = "",
+                seed: int | None = None, wall_s: float | None = None,
+                evaluations: int | None = None) -> dict[str, Any]:
+    """The schedule file's content for an evaluated schedule (see :func:`schedule_json`)."""
+    layers = []
+    for lr in res.layers:
+        layer = net.layers[net.index[lr.name]]
+        m = lr.mapping
+        notation = m.to_notation()
+        layers.append({
+            "name": lr.name, "kind": layer.kind, "dims": dict(layer.dims),
+            "stride": layer.stride, "macs": lr.macs,
+            "mapping": notation,
+            "tiling": {"temporal": {lv: dict(m.temporal[k]) for k, lv in enumerate(LEVELS)},
+                       "spatial": {"K_cols": m.spatial_k, "C_rows": m.spatial_c},
+                       "summary": m.describe()},
+            "loop_order": {lv: list(m.orders[k]) for k, lv in enumerate(LEVELS)},
+            "fusion_group": lr.group,
+            "energy_pj": lr.energy_pj, "latency_cycles": lr.cycles,
+            "compute_cycles": lr.compute_cycles, "dma_cycles": lr.dram_cycles,
+            "utilization": lr.utilization,
+            "dram_bytes": lr.dram_reads + lr.dram_writes,
+            "dram_read_bytes": lr.dram_reads, "dram_write_bytes": lr.dram_writes,
+            "energy_breakdown_pj": dict(lr.energy_parts),
+        })
+    return {
+        "network": net.name, "hardware": hw.name, "hardware_config": hw.to_dict(),
+        "method": method, "seed": seed, "wall_s": wall_s, "evaluations": evaluations,
+        "edp": res.edp, "edp_unit": "pJ x cycles",
+        "edp_uj_cycles": res.edp * 1e-6, "edp_j_cycles": res.edp * 1e-12,
+        "energy_pj": res.energy_pj, "latency_cycles": res.latency_cycles,
+        "valid": res.valid, "problems": list(res.problems), "dram_bytes": res.dram_bytes,
+        "fused_edges": [list(e) for e in res.fused], "groups": res.groups,
+        "layers": layers,
+        "timeline": [u.to_dict() for u in build_timeline(res, hw)],
+    }
+
+
+def schedule_json(result: SearchResult, space: SearchSpace) -> dict[str, Any]:
+    """The schedule file of a search: top-level ``edp`` (pJ x cycles; also in µJ·cycles and
+    J·cycles), ``energy_pj``, ``latency_cycles``, ``valid``, the run's facts, per-layer
+    records (tiling in the reference notation, loop orders, fusion group, energy, latency,
+    utilisation, DRAM bytes), the fused edges and groups, the timeline and the convergence
+    history.  :func:`optimizer.mapping.load_schedule` reads it back."""
+    out = result_json(result.result, space.net, space.hw, method=result.method,
+                      seed=result.seed, wall_s=result.wall_s, evaluations=result.evaluations)
+    hist = result.history
+    stride = max(1, len(hist) // HISTORY_POINTS)
+    out["history"] = [{"step": p.step, "evaluations": p.evaluations,
+                       "elapsed_s": round(p.elapsed_s, 4), "loss": p.loss, "edp": p.edp,
+                       "best_edp": p.best_edp if math.isfinite(p.best_edp) else None,
+                       "violation": p.violation}
+                      for p in hist[::stride]]
+    return out

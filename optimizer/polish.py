@@ -18,7 +18,7 @@ import torch
 from optimizer.costmodel import (DTYPE, LayerBatch, LayerCosts, capacity_violations, combine,
                                  layer_costs)
 from optimizer.search import Tracker, batch_score
-from optimizer.space import SearchSpace
+from optimizer.space import SearchSpace, repair_fusion
 
 
 def _fused_sigma(space: SearchSpace, fused: list[int]) -> torch.Tensor:
@@ -36,6 +36,14 @@ def _layer_terms(space: SearchSpace, choices: np.ndarray, fused: list[int]):
         c = layer_costs(space.batch, space.tensors(choices))
         nc = combine(c, space.batch, space.hw, space.graph, sigma)
     return nc, c
+
+
+def _group_of(space: SearchSpace, fused: list[int], i: int) -> list[int]:
+    from optimizer.costmodel import fusion_groups
+    for group in fusion_groups(space.net, [space.edge_names(k) for k in fused]):
+        if i in group:
+            return group
+    return [i]
 
 
 def _candidates_for_layer(space: SearchSpace, i: int, choices: np.ndarray, gene: int
@@ -99,14 +107,18 @@ def _score_layer(space: SearchSpace, i: int, cand: np.ndarray, fused: list[int],
                   + c.macs * hw.e_mac)
         viol = sum(v for v in capacity_violations(c, hw).values())
         feasible &= viol == 0
-        # fused neighbours: joint scratchpad and aligned DRAM tiles
+        # fused group: the scratchpad tiles of all its layers fit together
+        group = _group_of(space, fused, i)
+        if len(group) > 1:
+            others = sum(float(c_all.sp_used[j]) for j in group if j != i)
+            feasible &= (c.sp_used + others) <= hw.sp_capacity
+        # fused neighbours: aligned DRAM tiles
         dram = mt.temporal[:, 0, :]
         for k in fused:
             p, q = int(g.prod[k]), int(g.cons[k])
             if i not in (p, q):
                 continue
             other = q if i == p else p
-            feasible &= (c.sp_used + float(c_all.sp_used[other])) <= hw.sp_capacity
             o_dram = torch.tensor([space.tensors(choices).temporal[other, 0, d]
                                    for d in range(7)], dtype=DTYPE)
             for d in (0, 3, 4):
@@ -148,16 +160,21 @@ def polish(space: SearchSpace, choices: np.ndarray, fused: list[int], *, rounds:
     for _ in range(rounds):
         improved = False
         for i in range(L):
+            batches = []
             if samples:
                 sizes = space.layers[i].sizes()
-                cand = np.stack([rng.integers(0, n, samples) for n in sizes], 1)
+                batches.append(np.stack([rng.integers(0, n, samples) for n in sizes], 1))
+            batches += [None] * 8
+            for gene, cand in enumerate(batches):
+                if cand is None:
+                    cand = _candidates_for_layer(space, i, choices, gene - (1 if samples else 0))
                 improved |= _improve_layer(space, i, choices, fused, cand)
-            for gene in range(8):
-                improved |= _improve_layer(space, i, choices, fused,
-                                           _candidates_for_layer(space, i, choices, gene))
                 if tracker is not None:
-                    tracker.evaluations += 1
+                    # n one-layer candidates cost about n / L whole-network evaluations
+                    tracker.evaluations += max(1, -(-len(cand) // L))
                     tracker.check_cancel()
+                    if tracker.exhausted():
+                        return choices, fused
         improved |= _polish_fusion(space, choices, fused)
         if not improved:
             break
@@ -179,7 +196,9 @@ def _polish_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) ->
         if trial[0, k]:
             _align(space, trial_choices, int(g.prod[k]), int(g.cons[k]))
         edp, v = batch_score(space, trial_choices[None], trial)
-        if v[0] == 0 and edp[0] < base_edp[0] * (1 - 1e-9):
+        trial_fused = [e for e in range(len(g.prod)) if trial[0, e]]
+        fits = sorted(repair_fusion(space, trial_choices, trial_fused)) == sorted(trial_fused)
+        if v[0] == 0 and fits and edp[0] < base_edp[0] * (1 - 1e-9):
             choices[:] = trial_choices
             if trial[0, k]:
                 fused.append(k)

@@ -311,6 +311,7 @@ def layer_requests(layer: Layer, m: LayerMapping, place: Placement, *, start: fl
     ext2[K_] *= m.spatial_k                      # all column slices together
     rel = sorted(_relevant(layer, "O"))
     keys = [tuple(k) for k in idx2[:, rel]]
+    last_index = {key: pos for pos, key in enumerate(keys)}       # last visit of each tile
     seen: set[tuple[int, ...]] = set()
     final_times: list[float] = []
     j = 0
@@ -323,7 +324,7 @@ def layer_requests(layer: Layer, m: LayerMapping, place: Placement, *, start: fl
         if keys[j] in seen:              # a partial sum comes back for more accumulation
             emit(addr, False, start + j * slot2, "O_read")
         seen.add(keys[j])
-        last_visit = keys[j] not in keys[k + 1:] if k + 1 < n2 else True
+        last_visit = last_index[keys[j]] <= k
         if last_visit:
             final_times.append(start + (k + 1) * slot2)
         if write_output or not last_visit:

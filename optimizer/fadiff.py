@@ -30,6 +30,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from optimizer.adam import Adam, clip_grad_norm, cosine_lr
 from optimizer.costmodel import (DTYPE, LayerBatch, LayerCosts, MappingTensors,
                                  capacity_violations, combine, layer_costs)
 from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult, Tracker, finish, score
@@ -56,6 +57,7 @@ class FADiffSettings:
     refine: bool = True             # exact local refinement of the decoded schedule
     refine_rounds: int = 3
     refine_samples: int = 512       # random mappings tried per layer per round
+    gradient_share: float = 0.5     # of a time/evaluation budget, for the gradient phase
 
 
 class _Model:
@@ -164,14 +166,14 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
     tracker = Tracker(NAME, budget, progress, cancel)
     gen = torch.Generator().manual_seed(seed)
     model = _Model(space, gen)
-    opt = torch.optim.Adam(model.params(), lr=st.lr_start)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps),
-                                                       eta_min=st.lr_end)
+    opt = Adam(model.params(), lr=st.lr_start)
     lam = st.lambda_start
     best: tuple[float, np.ndarray, list[int]] | None = None
 
     def consider(choices: np.ndarray, fused: list[int]) -> None:
         nonlocal best
+        if tracker.evaluations_left() == 0:
+            return
         fused = repair_fusion(space, choices, fused) if fused else []
         edp, viol = score(space, choices, fused)
         tracker.evaluations += 1
@@ -181,12 +183,16 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
 
     for step in range(steps):
         frac = step / max(1, steps - 1)
-        # the time budget, if any, stretches the annealing over the time actually available
+        # within a budget, the gradient phase takes its share and anneals fully within it;
+        # the refinement gets the rest
+        share = st.gradient_share if st.refine else 1.0
         if budget.seconds is not None and step > 0:
-            frac = max(frac, tracker.elapsed / budget.seconds)
+            frac = max(frac, tracker.elapsed / (share * budget.seconds))
         if budget.evaluations is not None:      # decoding checks use evaluations too
-            frac = max(frac, tracker.evaluations / max(1, budget.evaluations - 1))
-        tau = st.tau_start * (st.tau_end / st.tau_start) ** min(1.0, frac)
+            frac = max(frac, tracker.evaluations / max(1, share * budget.evaluations - 1))
+        last = frac >= 1.0
+        frac = min(frac, 1.0)
+        tau = st.tau_start * (st.tau_end / st.tau_start) ** frac
         nc, c, temporal, sigma, choices = model.forward(tau, gen)
         cap, fuse_cap, align = model.penalties(c, temporal, sigma)
         violation = cap + fuse_cap + align
@@ -194,9 +200,9 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         loss_value = float(loss.detach())
         opt.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.params(), st.clip)
+        clip_grad_norm(model.params(), st.clip)
+        opt.lr = cosine_lr(step, steps, st.lr_start, st.lr_end)
         opt.step()
-        sched.step()
         tracker.evaluations += 1
         v = float(violation.detach())
         lam = min(st.lambda_max, lam * st.lambda_up) if v > 0 else \
@@ -204,11 +210,11 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         if float(cap.detach()) == 0:
             s_now = sigma.detach()
             consider(choices, [k for k in range(len(s_now)) if float(s_now[k]) > 0.5])
-        if step % st.check_every == 0 or step == steps - 1:
+        if step % st.check_every == 0 or step == steps - 1 or frac >= 1.0:
             consider(model.argmax_choices(), model.fused_edges())
         tracker.report(loss_value, float(nc.edp.detach()), tau=tau, violation=v,
                        fused=float(sigma.detach().mean()) if len(sigma) else math.nan)
-        if tracker.exhausted():
+        if last or tracker.exhausted():
             break
     if best is None:
         final, fused = model.argmax_choices(), model.fused_edges()

@@ -127,7 +127,11 @@ class Schedule:
         sched = data.get("schedule", data)
         layers = sched.get("layers")
         if isinstance(layers, list):      # our output format: list of per-layer records
-            layers = {entry["name"]: entry["mapping"] for entry in layers}
+            try:
+                layers = {entry["name"]: entry["mapping"] for entry in layers}
+            except (KeyError, TypeError):
+                raise MappingError(f"{where}: each entry of 'layers' needs 'name' and "
+                                   "'mapping'") from None
         if not isinstance(layers, dict):
             raise MappingError(f"{where}: expected 'layers' (layer name -> mapping)")
         mappings = {name: LayerMapping.from_notation(m, f"{where}: layer '{name}'")

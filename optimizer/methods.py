@@ -36,6 +36,7 @@ def _lazy(module: str) -> MethodFn:
 
 
 METHODS: dict[str, MethodFn] = {
+    "fadiff": _lazy("optimizer.fadiff"),
     "random": _lazy("optimizer.baselines.random_search"),
     "ga": _lazy("optimizer.baselines.ga"),
     "bo": _lazy("optimizer.baselines.bo"),

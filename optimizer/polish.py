@@ -10,13 +10,10 @@ alternatives are scored on that layer alone and the network EDP follows exactly 
 """
 from __future__ import annotations
 
-from dataclasses import fields
-
 import numpy as np
 import torch
 
-from optimizer.costmodel import (DTYPE, LayerBatch, LayerCosts, capacity_violations, combine,
-                                 layer_costs)
+from optimizer.costmodel import DTYPE, LayerCosts, capacity_violations, combine, layer_costs
 from optimizer.search import Tracker, batch_score
 from optimizer.space import SearchSpace, repair_fusion
 
@@ -58,21 +55,7 @@ def _score_layer(space: SearchSpace, i: int, cand: np.ndarray, fused: list[int],
                  nc, c_all: LayerCosts, choices: np.ndarray):
     """Exact (cycles_i, energy_i, feasible) of layer i under each candidate row."""
     B = cand.shape[0]
-    lb = space.batch
-    sub = LayerBatch(**{f.name: (getattr(lb, f.name)[[i]].repeat(
-        B, *([1] * (getattr(lb, f.name).dim() - 1))) if f.name != "names" else [lb.names[i]])
-        for f in fields(LayerBatch)})
-    full = np.repeat(choices[None, :, :], 1, 0)[0].copy()
-    # tensors() wants whole networks: build this layer's rows directly from its tables
-    tables, order_idx = space._stacked()
-    rows = tables[i, np.arange(7)[None, :], cand[:, :7]]                      # [B,7,5]
-    from optimizer.costmodel import MappingTensors
-    mt = MappingTensors(torch.from_numpy(np.ascontiguousarray(
-        np.transpose(rows[:, :, :4], (0, 2, 1)).astype(np.float64))),
-        torch.from_numpy(order_idx[cand[:, 7]].copy()),
-        torch.from_numpy(rows[:, 1, 4].astype(np.float64)),
-        torch.from_numpy(rows[:, 2, 4].astype(np.float64)))
-    del full
+    sub, mt = space.layer_tensors(i, cand)
     hw = space.hw
     g = space.graph
     with torch.no_grad():
@@ -168,13 +151,16 @@ def polish(space: SearchSpace, choices: np.ndarray, fused: list[int], *, rounds:
             for gene, cand in enumerate(batches):
                 if cand is None:
                     cand = _candidates_for_layer(space, i, choices, gene - (1 if samples else 0))
-                improved |= _improve_layer(space, i, choices, fused, cand)
                 if tracker is not None:
-                    # n one-layer candidates cost about n / L whole-network evaluations
-                    tracker.evaluations += max(1, -(-len(cand) // L))
                     tracker.check_cancel()
                     if tracker.exhausted():
                         return choices, fused
+                    left = tracker.evaluations_left()
+                    if left is not None:            # n one-layer candidates cost n / L
+                        cand = cand[:max(1, int(left) * L)]
+                improved |= _improve_layer(space, i, choices, fused, cand)
+                if tracker is not None:
+                    tracker.evaluations += max(1, -(-len(cand) // L))
         improved |= _polish_fusion(space, choices, fused)
         if not improved:
             break

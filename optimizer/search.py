@@ -88,6 +88,12 @@ class Tracker:
         return ((b.evaluations is not None and self.evaluations >= b.evaluations)
                 or (b.seconds is not None and self.elapsed >= b.seconds))
 
+    def evaluations_left(self) -> int | None:
+        """Evaluations left in the budget (None: no evaluation limit)."""
+        if self.budget.evaluations is None:
+            return None
+        return max(0, self.budget.evaluations - self.evaluations)
+
     def check_cancel(self) -> None:
         if self.cancel_fn is not None and self.cancel_fn():
             raise OptimizationCancelled(f"{self.method}: cancelled after {self.step} steps")

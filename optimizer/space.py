@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import torch
 
 from optimizer.costmodel import (DTYPE, FusionGraph, LayerBatch, MappingTensors,
                                  alignment_mismatch, capacity_violations, layer_costs)
@@ -40,6 +41,7 @@ ORDER_PAIRS = tuple(itertools.product(ORDER_NAMES, ORDER_NAMES))     # (DRAM, sc
 ACC_ORDER = ORDER_CLASSES["weights"]
 REG_ORDER = DIMS
 MAX_SPLITS = 4096
+MAX_REPAIR_MOVES = 64
 
 
 @lru_cache(maxsize=4096)
@@ -174,6 +176,26 @@ class SearchSpace:
             self._cache = (tables, order_idx)
         return self._cache
 
+    def layer_tensors(self, i: int, rows: np.ndarray) -> tuple[LayerBatch, MappingTensors]:
+        """Layer i alone under each of the choice rows ``[n, 8]``: its LayerBatch repeated n
+        times and the n mappings (for scoring one layer's alternatives at once)."""
+        import torch
+        from dataclasses import fields
+        rows = np.asarray(rows, dtype=np.int64)
+        n = len(rows)
+        tables, order_idx = self._stacked()
+        sel = tables[i, np.arange(7)[None, :], rows[:, :7]]                    # [n, 7, 5]
+        t = np.transpose(sel[:, :, :4], (0, 2, 1)).astype(np.float64)
+        mt = MappingTensors(torch.from_numpy(np.ascontiguousarray(t)),
+                            torch.from_numpy(order_idx[rows[:, 7]].copy()),
+                            torch.from_numpy(sel[:, 1, 4].astype(np.float64)),
+                            torch.from_numpy(sel[:, 2, 4].astype(np.float64)))
+        idx = torch.full((n,), i, dtype=torch.long)
+        lb = LayerBatch(**{f.name: (getattr(self.batch, f.name)[idx] if f.name != "names"
+                                    else [self.batch.names[i]] * n)
+                           for f in fields(LayerBatch)})
+        return lb, mt
+
     def random_choices(self, rng: np.random.Generator) -> np.ndarray:
         return np.array([[rng.integers(n) for n in ls.sizes()] for ls in self.layers],
                         dtype=np.int64)
@@ -198,39 +220,48 @@ def layer_overflow(space: SearchSpace, choices: np.ndarray) -> np.ndarray:
     return sum(x.numpy() for x in v.values())
 
 
-def repair(space: SearchSpace, choices: np.ndarray, score=None) -> np.ndarray:
+def layer_candidates_overflow(space: SearchSpace, i: int, rows: np.ndarray) -> np.ndarray:
+    """Summed relative overflow of layer i under each of the choice rows ``[n, 8]``."""
+    lb, mt = space.layer_tensors(i, rows)
+    with torch.no_grad():
+        v = capacity_violations(layer_costs(lb, mt), space.hw)
+    return sum(x.numpy() for x in v.values())
+
+
+def repair(space: SearchSpace, choices: np.ndarray) -> np.ndarray:
     """Make every layer's mapping fit, changing as little as possible: while a layer
-    overflows, try each single move that shrinks one of its splits (the same dimension's
-    candidates with smaller on-chip factors) and keep the one that reduces the overflow most
-    (ties: lowest ``score(choices)`` if given).  Falls back to the minimal mapping."""
-    choices = choices.copy()
+    overflows, score every single move that shrinks one of its splits (a candidate of the same
+    dimension whose on-chip factors divide the current ones) in one vectorised call and take
+    the one that leaves the least overflow (ties: the largest remaining on-chip tile).  Falls
+    back to the minimal mapping; raises MappingError if even that overflows."""
+    choices = np.array(choices, dtype=np.int64)
     over = layer_overflow(space, choices)
     for i in np.flatnonzero(over > 0):
-        for _ in range(64):
-            if over[i] <= 0:
+        cur_over = float(over[i])
+        for _ in range(MAX_REPAIR_MOVES):
+            if cur_over <= 0:
                 break
-            best = None
+            moves, rows, sizes = [], [], []
             for d, s in enumerate(space.layers[i].splits):
                 cur = s.table[choices[i, d]]
-                inner = cur[1:].prod()
-                # candidates whose on-chip part divides the current one (strictly smaller)
-                cand = np.flatnonzero((s.table[:, 1:].prod(1) < inner)
+                cand = np.flatnonzero((s.table[:, 1:].prod(1) < cur[1:].prod())
                                       & np.all(cur[1:] % s.table[:, 1:] == 0, axis=1))
                 for j in cand:
-                    trial = choices.copy()
-                    trial[i, d] = j
-                    o = layer_overflow(space, trial)[i]
-                    key = (o, -s.table[j, 1:].prod())
-                    if best is None or key < best[0]:
-                        best = (key, d, j)
-            if best is None:
+                    row = choices[i].copy()
+                    row[d] = j
+                    moves.append((d, int(j)))
+                    rows.append(row)
+                    sizes.append(int(s.table[j, 1:].prod()))
+            if not moves:
                 break
-            choices[i, best[1]] = best[2]
-            over = layer_overflow(space, choices)
-        if over[i] > 0:
+            o = layer_candidates_overflow(space, i, np.array(rows))
+            best = int(np.lexsort((-np.array(sizes, dtype=np.float64), o))[0])
+            d, j = moves[best]
+            choices[i, d] = j
+            cur_over = float(o[best])
+        if cur_over > 0:
             choices[i] = space.minimal_choices()[i]
-            over = layer_overflow(space, choices)
-            if over[i] > 0:
+            if layer_candidates_overflow(space, i, choices[i:i + 1])[0] > 0:
                 raise MappingError(f"layer '{space.net.layers[i].name}' fits no mapping on "
                                    f"{space.hw.name}: even one MAC per step overflows a buffer")
     return choices

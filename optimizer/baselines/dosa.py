@@ -11,13 +11,16 @@ log-distance below 1 of any factor (a DRAM factor below 1 means the inner factor
 the dimension) or above the array size of a spatial factor.  The cost model is the project's
 own, evaluated on real-valued factors, and optimised with Adam.
 
-Loop orders stay fixed during descent (each start draws one per layer); when a start is
-rounded, every factor is snapped to the nearest candidate (in log space) of the space's split
-tables and each layer takes the best of the 9 loop-order pairs (first-order effect on the
-network EDP).  Several random starts (random schedules made to fit by :func:`repair`, as DOSA
-starts from valid mappings) run within the budget; the best rounded schedule is finished by
-:func:`optimizer.search.finish`.  Evaluations counted: one per descent step, one per order
-pair tried and one per rounded candidate.
+Loop orders are not differentiable: each start begins with its random schedule's orders; at
+every rounding (every ``ROUND_EVERY`` steps and at the end of a start) every factor is snapped
+to the nearest candidate (in log space) of the space's split tables, each layer takes the best
+of the 9 loop-order pairs for the rounded factors (first-order effect on the network EDP), and
+the descent continues with those orders (DOSA likewise re-derives loop orders from the current
+factors).  Several random starts (random schedules made to fit by
+:func:`~optimizer.space.repair`, as DOSA starts from valid mappings) run
+within the budget; the best rounded schedule is finished by :func:`optimizer.search.finish`.
+Evaluations counted: one per descent step, one per order pair tried and one per rounded
+candidate.
 """
 from __future__ import annotations
 
@@ -26,17 +29,20 @@ import math
 import numpy as np
 import torch
 
-from optimizer.baselines.common import Best, evaluate
-from optimizer.costmodel import (DTYPE, MappingTensors, capacity_violations, network_costs)
-from optimizer.search import (Budget, CancelFn, ProgressFn, SearchResult, Tracker, finish)
-from optimizer.space import ORDER_PAIRS, SearchSpace, repair
+from optimizer.baselines.common import Best, evaluate, finish_best
+from optimizer.adam import Adam
+from optimizer.space import repair
+from optimizer.costmodel import DTYPE, MappingTensors, capacity_violations, network_costs
+from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult, Tracker
+from optimizer.space import ORDER_PAIRS, SearchSpace
 from optimizer.workload import DIMS
 
 METHOD = "dosa"
-STEPS_PER_START = 150
+STEPS_PER_START = 300
 ROUND_EVERY = 50
 LR = 0.05
 PENALTY_WEIGHT = 1.0
+ROUND_COST = len(ORDER_PAIRS) + 2       # evaluations a rounding may use (orders, +repair)
 SP, ACC, REG, SPAT = range(4)          # the free log-factors per (layer, dim)
 _K, _C = DIMS.index("K"), DIMS.index("C")
 
@@ -71,10 +77,14 @@ class _Relaxed:
         self.mask = _masks(space)
         self.log_dims = torch.log(space.batch.dims)                 # [L, 7]
         self.x = (x0 * self.mask).clone().requires_grad_(True)
-        _, order_idx = space._stacked()
-        self.orders = torch.from_numpy(order_idx[order_pairs].copy())
+        self.set_orders(order_pairs)
         self.log_cols = math.log(space.hw.cols)
         self.log_rows = math.log(space.hw.rows)
+
+    def set_orders(self, order_pairs: np.ndarray) -> None:
+        """Continue the descent with these loop-order pairs (indices into ORDER_PAIRS)."""
+        _, order_idx = self.space._stacked()
+        self.orders = torch.from_numpy(order_idx[order_pairs].copy())
 
     def parts(self) -> tuple[torch.Tensor, torch.Tensor]:
         xm = self.x * self.mask
@@ -146,35 +156,41 @@ def run(space: SearchSpace, budget: Budget, seed: int = 0, progress: ProgressFn 
     steps = STEPS_PER_START
     if budget.evaluations is not None:      # at least two starts when the budget allows
         steps = max(4, min(STEPS_PER_START, budget.evaluations // 3))
-    start = 0
     while not tracker.exhausted():
-        start += 1
         init = repair(space, space.random_choices(rng))
         tracker.check_cancel()
+        if _left(tracker) <= ROUND_COST:        # no room for a descent: offer the start
+            best.offer(evaluate(space, tracker, init), tracker)
+            break
         relaxed = _Relaxed(space, _logs_of(space, init), init[:, 7])
-        opt = torch.optim.Adam([relaxed.x], lr=LR)
+        opt = Adam([relaxed.x], LR)
         for step in range(1, steps + 1):
-            if tracker.exhausted():
-                break
-            opt.zero_grad()
+            relaxed.x.grad = None
             loss, edp, pen = relaxed.loss()
             loss.backward()
             opt.step()
             tracker.evaluations += 1
             tracker.report(float(loss.detach()), edp, violation=pen)
-            if step % ROUND_EVERY == 0 or step == steps or tracker.exhausted():
-                _round(space, tracker, relaxed, best, final=step == steps
-                       or tracker.exhausted())
-    ans = best.answer
-    return finish(space, tracker, ans.choices, [], seed)
+            last = _left(tracker) <= ROUND_COST or tracker.exhausted()
+            if step % ROUND_EVERY == 0 or step == steps or last:
+                relaxed.set_orders(_round(space, tracker, relaxed, best))
+            if last:
+                break
+    return finish_best(space, tracker, best, seed)
 
 
-def _round(space: SearchSpace, tracker: Tracker, relaxed: _Relaxed, best: Best,
-           final: bool) -> None:
-    """Round the continuous point to a schedule of the space and offer it; the final rounding
-    of a start is repaired when it overflows a buffer."""
+def _left(tracker: Tracker) -> float:
+    """Evaluations left in the budget (infinite for a time-only budget)."""
+    n = tracker.budget.evaluations
+    return math.inf if n is None else n - tracker.evaluations
+
+
+def _round(space: SearchSpace, tracker: Tracker, relaxed: _Relaxed, best: Best) -> np.ndarray:
+    """Round the continuous point to a schedule of the space and offer it (made to fit by
+    the repair when it overflows a buffer); returns the order pairs chosen per layer."""
     choices = best_orders(space, tracker, relaxed.nearest_choices())
     cand = evaluate(space, tracker, choices)
-    if not cand.valid and final:
+    if not cand.valid:
         cand = evaluate(space, tracker, repair(space, choices))
     best.offer(cand, tracker)
+    return choices[:, 7]

@@ -3,25 +3,30 @@ one loop-order pair) plus one bit per fusable edge.
 
 Tournament selection, uniform crossover per layer (a child takes each layer's 8 genes from one
 parent, each fusion bit from either), mutation (resample a gene, or step a split index to its
-neighbour in the split table), elitism.  Fitness = log(EDP) + penalty x capacity violation.
-Part of the initial population is random individuals made to fit by :func:`repair`.
+neighbour in the split table; a fusion bit switched on may also align the two layers' tiles so
+the edge can really run fused), elitism.  Fitness = log(EDP) + penalty x capacity violation.
+Half the initial population is random individuals made to fit by
+:func:`~optimizer.space.repair`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from optimizer.baselines.common import Best, Candidate, evaluate, random_fused
-from optimizer.search import (Budget, CancelFn, ProgressFn, SearchResult, Tracker, finish)
-from optimizer.space import SearchSpace, repair
+from optimizer.baselines.common import (Best, Candidate, align_edge, evaluate, finish_best,
+                                        random_fused)
+from optimizer.space import repair
+from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult, Tracker
+from optimizer.space import SearchSpace
 
 METHOD = "ga"
 POPULATION = 32
 ELITE = 2
 TOURNAMENT = 3
-REPAIRED_SEEDS = 4          # initial individuals made valid by repair()
+REPAIRED_SEEDS = POPULATION // 2     # initial individuals made to fit by repair()
 P_MUTATE_LAYER = 0.25       # probability that a child's layer is mutated (then one gene)
 P_NEIGHBOUR = 0.5           # a split mutation steps to a neighbouring index this often
 P_FLIP = 0.1                # per fusion bit
+P_ALIGN = 0.5               # a bit switched on also aligns the two layers' tiles this often
 
 
 def _tournament(pop: list[Candidate], rng: np.random.Generator) -> Candidate:
@@ -57,6 +62,8 @@ def _mutate(space: SearchSpace, choices: np.ndarray, fused: list[int],
     for k in space.fusable_edges:
         if rng.random() < P_FLIP:
             bits ^= {k}
+            if k in bits and rng.random() < P_ALIGN:
+                choices = align_edge(space, choices, k)
     return choices, sorted(bits)
 
 
@@ -94,5 +101,4 @@ def run(space: SearchSpace, budget: Budget, seed: int = 0, progress: ProgressFn 
         top = min(pop, key=lambda c: c.objective())
         tracker.report(top.objective(), top.edp, violation=top.violation,
                        fused=len(top.fused) / max(1, len(edges)))
-    ans = best.answer
-    return finish(space, tracker, ans.choices, ans.fused, seed)
+    return finish_best(space, tracker, best, seed)

@@ -1,11 +1,11 @@
 """Random search: uniform random split/order choices and random fusion bits; the best valid
-candidate wins (if none is valid, the least-violating one is repaired by ``finish``)."""
+candidate wins (if none is valid, the least-violating one is made to fit)."""
 from __future__ import annotations
 
 import numpy as np
 
-from optimizer.baselines.common import Best, evaluate, random_fused
-from optimizer.search import (Budget, CancelFn, ProgressFn, SearchResult, Tracker, finish)
+from optimizer.baselines.common import Best, evaluate, finish_best, random_fused
+from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult, Tracker
 from optimizer.space import SearchSpace
 
 METHOD = "random"
@@ -29,5 +29,4 @@ def run(space: SearchSpace, budget: Budget, seed: int = 0, progress: ProgressFn 
         cur = min(batch, key=lambda c: c.objective())
         tracker.report(cur.objective(), cur.edp, violation=cur.violation,
                        fused=len(cur.fused) / max(1, len(space.fusable_edges)))
-    ans = best.answer
-    return finish(space, tracker, ans.choices, ans.fused, seed)
+    return finish_best(space, tracker, best, seed)

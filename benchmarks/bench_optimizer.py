@@ -1,0 +1,160 @@
+"""The optimiser's comparison table (the FADiff paper's) and the comparison with the mappers.
+
+    .venv/bin/python benchmarks/bench_optimizer.py [--configs large small]
+        [--networks ...] [--methods ...] [--seeds 0 1 2] [--evaluations N | --seconds T]
+        [--no-peers] [--json OUT.json]
+
+Part 1, for each hardware config (large, small) and network (all six): every registered
+method with the same budget and seeds; EDP, energy, latency, validity, wall time and
+evaluations of each run; printed as average EDP per method, per-network rows and wall time.
+
+Part 2, against the mappers of ``../shared/reference/costmodel/mapper_peers.json`` (Timeloop's
+mapper and ZigZag, per layer, no fusion) on that file's arrays (gemmini_16x16 and
+gemmini_32x32 with a 256 KiB scratchpad and a 64 KiB accumulator, loaded with
+``from_reference_arch``): the network EDP (sum of cycles x sum of energy) of each mapper as
+the file reports it, of the Timeloop mapper's mappings re-scored per layer by our evaluator,
+and of every registered method searched on the same hardware; plus search times (ZigZag's
+summed per-shape search time).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ROOT.parent / "shared" / "reference" / "costmodel" / "mapper_peers.json"
+sys.path.insert(0, str(ROOT))
+
+from engine.fileio import atomic_write_text, json_default  # noqa: E402
+from optimizer.compare import format_table, run_comparison  # noqa: E402
+from optimizer.costmodel import evaluate_schedule  # noqa: E402
+from optimizer.mapping import LayerMapping, Schedule  # noqa: E402
+from optimizer.methods import METHODS, optimize  # noqa: E402
+from optimizer.reference import architectures, load_reference  # noqa: E402
+from optimizer.search import Budget  # noqa: E402
+from optimizer.workload import NETWORKS, load_network  # noqa: E402
+
+
+def rescored_mapper(peers: dict[str, Any], tool: str, network: str, arch: str,
+                    hw: Any) -> dict[str, Any] | None:
+    """The network EDP of ``tool``'s per-layer mappings under our evaluator (None when a
+    layer's mapping is missing or not expressible)."""
+    net = load_network(network)
+    by_id = {e["id"]: e for e in peers["entries"]}
+    maps = {}
+    for row in peers["networks"][network]:
+        e = by_id.get(f"{tool}/{arch}/{row['shape_id']}")
+        if e is None or not isinstance(e.get("mapping"), dict):
+            return None
+        maps[row["layer"]] = LayerMapping.from_notation(e["mapping"], e["id"])
+    res = evaluate_schedule(net, Schedule(net.name, maps), hw)
+    return {"edp": res.edp, "cycles": res.latency_cycles, "energy_pj": res.energy_pj,
+            "valid": res.valid, "problems": res.problems[:3]}
+
+
+def peers_part(methods: list[str], networks: list[str], budget: Budget,
+               seeds: list[int]) -> dict[str, Any]:
+    peers = load_reference(PEERS)
+    hws = architectures(peers, PEERS)
+    out: dict[str, Any] = {}
+    for arch, hw in hws.items():
+        for network in networks:
+            tot = peers["network_totals"][network][arch]
+            row: dict[str, Any] = {
+                "timeloop_edp": tot["timeloop-mapper"]["edp_of_sums_pJ_x_cycles"],
+                "zigzag_edp": tot["zigzag"]["edp_of_sums_pJ_x_cycles"],
+                "zigzag_search_s": tot["zigzag"]["search_wall_s_total"],
+                "timeloop_search_s": tot["timeloop-mapper"]["search_wall_s_total"],
+                "timeloop_rescored": rescored_mapper(peers, "timeloop-mapper", network, arch,
+                                                     hw),
+                "methods": {}}
+            row["best_peer_edp"] = min(row["timeloop_edp"], row["zigzag_edp"])
+            for m in methods:
+                runs = []
+                for seed in seeds:
+                    res, _ = optimize(network, hw, m, budget, seed)
+                    runs.append({"seed": seed, "edp": res.result.edp,
+                                 "valid": res.result.valid, "wall_s": res.wall_s,
+                                 "evaluations": res.evaluations})
+                    print(f"  peers {arch} {network} {m} seed {seed}: "
+                          f"{res.result.edp * 1e-12:.4g} J x cycles, {res.wall_s:.1f} s",
+                          file=sys.stderr, flush=True)
+                best = min(runs, key=lambda r: r["edp"])
+                row["methods"][m] = {"runs": runs, "best_edp": best["edp"],
+                                     "mean_wall_s": sum(r["wall_s"] for r in runs) / len(runs),
+                                     "below_best_peer": best["edp"] < row["best_peer_edp"]}
+            out.setdefault(arch, {})[network] = row
+    return out
+
+
+def format_peers(p: dict[str, Any]) -> str:
+    lines = []
+    for arch, nets in p.items():
+        methods = list(next(iter(nets.values()))["methods"])
+        head = (f"{'network':<14} {'Timeloop':>10} {'TL rescored':>11} {'ZigZag':>10} "
+                + " ".join(f"{m:>10}" for m in methods) + f" {'ZZ time s':>9}")
+        lines += [f"network EDP (J x cycles) on {arch} vs the mappers (no fusion in the "
+                  "mappers)", head, "-" * len(head)]
+        for network, r in nets.items():
+            resc = r["timeloop_rescored"]
+            lines.append(
+                f"{network:<14} {r['timeloop_edp'] * 1e-12:>10.4g} "
+                f"{(resc['edp'] * 1e-12 if resc else float('nan')):>11.4g} "
+                f"{r['zigzag_edp'] * 1e-12:>10.4g} "
+                + " ".join(f"{r['methods'][m]['best_edp'] * 1e-12:>9.4g}"
+                           + ("*" if r["methods"][m]["below_best_peer"] else " ")
+                           for m in methods)
+                + f" {r['zigzag_search_s']:>9.1f}")
+        lines.append("* = below the better of Timeloop's and ZigZag's network EDP")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", nargs="+", default=["large", "small"])
+    ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
+    ap.add_argument("--methods", nargs="+", default=None,
+                    help="default: every registered method")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--evaluations", type=int, default=None)
+    ap.add_argument("--seconds", type=float, default=None)
+    ap.add_argument("--no-peers", action="store_true", help="skip the mapper comparison")
+    ap.add_argument("--json", metavar="OUT.json", default=None)
+    args = ap.parse_args(argv)
+    methods = args.methods or list(METHODS)
+    budget = (Budget(evaluations=args.evaluations, seconds=args.seconds)
+              if args.evaluations or args.seconds else Budget(seconds=30.0))
+    t0 = time.perf_counter()
+    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"),
+                              "machine": f"{platform.machine()}, Python "
+                                         f"{platform.python_version()}",
+                              "budget": {"evaluations": budget.evaluations,
+                                         "seconds": budget.seconds},
+                              "seeds": args.seeds, "methods": methods, "configs": {}}
+    for cfg in args.configs:
+        comp = run_comparison(cfg, args.networks, methods, budget, args.seeds,
+                              on_run=lambda r: print(f"  {r.network} {r.method} seed {r.seed}: "
+                                                     f"{r.edp * 1e-12:.4g} J x cycles, "
+                                                     f"{r.wall_s:.1f} s", file=sys.stderr,
+                                                     flush=True))
+        print(format_table(comp), "\n", flush=True)
+        report["configs"][cfg] = comp.to_json()
+    if not args.no_peers and PEERS.exists():
+        peers = peers_part(methods, args.networks, budget, args.seeds)
+        print(format_peers(peers), flush=True)
+        report["peers"] = peers
+    report["wall_s"] = time.perf_counter() - t0
+    if args.json:
+        atomic_write_text(args.json, json.dumps(report, indent=2, default=json_default))
+        print(f"results written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,15 +16,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-REPO = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parent          # in a PyInstaller bundle: its _internal/
+FROZEN = bool(getattr(sys, "frozen", False))    # running as the packaged application
 DEMO_TRACE = REPO / "resources" / "traces" / "demo.trace"
 DEMO_PRESETS = ("DDR4-3200", "HBM2")
-DEMO_OUT = REPO / "demo_out"
+DEMO_OUT = (Path.cwd() if FROZEN else REPO) / "demo_out"    # the bundle's folder may be read-only
 MAX_VIOLATIONS_SHOWN = 20
 PROGRESS_EVERY_S = 2.0
 
 SCHEDULER_CHOICES = ("dramsim3", "fcfs", "frfcfs", "parbs")
 PAGE_POLICY_CHOICES = ("open", "close", "open_adaptive", "early_precharge")
+METHOD_CHOICES = ("fadiff", "ga", "bo", "random", "dosa")     # optimize/compare --method
 
 log = logging.getLogger("diffmem")
 
@@ -118,19 +120,24 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 # ==== demo =====================================================================================
 def cmd_demo(args: argparse.Namespace) -> int:
-    # The demo is always headless for now; --headless is accepted so scripts keep working once
-    # the GUI can show its results.
+    # Headless: simulates and writes results (JSON per preset and a project file with both
+    # runs). `python main.py` without a command shows the same demo in the window.
+    from engine.config import load_config
+    from projects.examples.make_examples import DEMO_EPOCH, write_demo_project
+
     out_dir = Path(args.out)
     if not DEMO_TRACE.is_file():
         from engine.errors import TraceError
         raise TraceError("bundled demo trace missing (regenerate it with "
                          "tools/make_demo_trace.py)", path=DEMO_TRACE)
     rows = []
+    runs = []
     for preset in DEMO_PRESETS:
         out = out_dir / f"demo_{preset}.json"
         print(f"simulating the demo trace on {preset} ...", flush=True)
-        stats = run_simulation(preset, [DEMO_TRACE], out)
+        stats = run_simulation(preset, [DEMO_TRACE], out, epoch=DEMO_EPOCH)
         rows.append((preset, stats.summary, out))
+        runs.append((preset, load_config(preset), stats))
     width = max(len(p) for p, _, _ in rows)
     print(f"\nDemo: {DEMO_TRACE.relative_to(REPO)} (one diffusion training step, "
           f"{rows[0][1]['num_reads_done'] + rows[0][1]['num_writes_done']} requests)")
@@ -139,7 +146,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f"({s['average_read_latency_ns']:6.1f} ns)  row hits "
               f"{100.0 * s['row_hit_rate']:5.1f} %  {s['average_bandwidth']:7.2f} GB/s  "
               f"{s['total_energy']:.4g} pJ  in {s['num_cycles']} cycles")
+    project = write_demo_project(out_dir / "demo.dmproj", runs, epoch=DEMO_EPOCH,
+                                 trace=DEMO_TRACE)
     print("results: " + ", ".join(str(out) for _, _, out in rows))
+    print(f"project with both runs: {project} (open it in the GUI: File > Open Project)")
     return 0
 
 
@@ -170,6 +180,31 @@ def cmd_convert_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+# ==== trace ====================================================================================
+def cmd_trace(args: argparse.Namespace) -> int:
+    from engine.fileio import atomic_write_text, json_default
+    from engine.workloads.generate import TraceSpec, generate_trace
+    from engine.workloads.report import format_summary
+
+    spec = TraceSpec(workload=args.workload, batch=args.batch, resolution=args.resolution,
+                     size=args.size, dtype=args.dtype, sample=args.sample, seed=args.seed,
+                     cache_bytes=int(args.cache_mib * 2**20), memory=args.memory)
+    summary = generate_trace(spec, args.out)
+    print(format_summary(summary))
+    print(f"trace written to {args.out}")
+    if args.text is not None:
+        from engine.trace import convert
+
+        n = convert(args.out, args.text)
+        print(f"DRAMsim3 text trace written to {args.text} ({n} requests)")
+    if args.summary is not None:
+        import json
+
+        atomic_write_text(args.summary, json.dumps(summary, indent=2, default=json_default))
+        print(f"summary written to {args.summary}")
+    return 0
+
+
 # ==== presets ==================================================================================
 def cmd_presets(args: argparse.Namespace) -> int:
     from engine import config as C
@@ -189,6 +224,295 @@ def cmd_presets(args: argparse.Namespace) -> int:
     C.save_preset(cfg, out, header=f"Imported from the DRAMsim3 config {args.import_ini} "
                                    "by DiffMem Studio (python main.py presets --import-ini).")
     print(f"wrote preset {cfg.name} to {out}")
+    return 0
+
+
+# ==== selfcheck (hidden: installation check, used by the installer's smoke test) ================
+def cmd_selfcheck(args: argparse.Namespace) -> int:
+    from selfcheck import run_checks
+
+    results = run_checks()
+    for r in results:
+        print(f"{'ok  ' if r.ok else 'FAIL'} {r.name:<10} {r.seconds:6.2f} s  {r.detail}")
+    return 0 if all(r.ok for r in results) else 1
+
+
+# ==== study ====================================================================================
+def _study_params(items: Sequence[str], variants: Sequence[str]) -> dict[str, Any]:
+    """--param NAME=V1,V2 and --variant NAME:KEY=VALUE,... into StudySetup.params."""
+    from engine.studies.spec import StudyError, parse_value
+
+    params: dict[str, Any] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        if not sep or not name.strip() or not values.strip():
+            raise StudyError(f"--param {item!r}: expected NAME=V1,V2,...")
+        name = name.strip()
+        texts = [v.strip() for v in values.split(",") if v.strip()]
+        params[name] = texts if name == "configs" else [parse_value(name, v) for v in texts]
+    if variants:
+        table: dict[str, dict[str, Any]] = {}
+        for item in variants:
+            vname, sep, rest = item.partition(":")
+            if not sep or not vname.strip():
+                raise StudyError(f"--variant {item!r}: expected NAME:KEY=VALUE,KEY=VALUE")
+            overrides = {}
+            for kv in rest.split(","):
+                key, sep, value = kv.partition("=")
+                if not sep:
+                    raise StudyError(f"--variant {item!r}: {kv!r} is not KEY=VALUE")
+                overrides[key.strip()] = parse_value(key.strip(), value.strip())
+            table[vname.strip()] = overrides
+        params["variants"] = table
+    return params
+
+
+def _key_values(items: Sequence[str], what: str, typed: bool) -> dict[str, Any]:
+    from engine.studies.spec import StudyError, parse_value
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise StudyError(f"{what} {item!r}: expected KEY=VALUE")
+        key = key.strip()
+        if typed:
+            out[key] = parse_value(key, value.strip())
+        else:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value.strip()
+    return out
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    from engine.studies import (STUDIES, StudySetup, TraceInput, load_project_study,
+                                load_results, render_report, run_study)
+    from engine.studies.spec import StudyError
+
+    if args.list:
+        width = max(len(n) for n in STUDIES)
+        for name, study in STUDIES.items():
+            print(f"{name:<{width}}  {study.description}")
+            print(f"{'':<{width}}  parameters: {study.params_help}")
+        return 0
+    project = None
+    if args.project is not None:
+        from projects.store import Project
+        project = Project.open(args.project, readonly=args.report)
+    try:
+        if args.report:
+            if project is not None:
+                if not args.name:
+                    raise StudyError("--report with --project needs --name STUDY "
+                                     f"(stored: {', '.join(project.studies()) or 'none'})")
+                document, records = load_project_study(project, args.name)
+                out = Path(args.out or ".")
+            else:
+                if args.out is None:
+                    raise StudyError("--report needs --out DIR (a folder written by a study)")
+                document, records = load_results(args.out)
+                out = Path(args.out)
+            files = render_report(document, records, out)
+            print(f"report written: {files.html}, {files.pdf} ({files.pdf_pages} pages)")
+            return 0
+        if not args.name:
+            raise StudyError("give a study NAME (see `python main.py study --list`)")
+        if args.out is None and project is None:
+            raise StudyError("give --out DIR (results and report) or --project FILE")
+        setup = StudySetup(
+            traces=[TraceInput.parse(t) for t in args.trace or []], config=args.config,
+            overrides=_key_values(args.set or [], "--set", typed=True),
+            params=_study_params(args.param or [], args.variant or []), cycles=args.cycles,
+            compute=_key_values(args.compute or [], "--compute", typed=False),
+            arrival=args.arrival)
+        study_name = args.study_name or args.name
+
+        def progress(done: int, total: int, record: dict[str, Any]) -> None:
+            tags = " ".join(f"{k}={v}" for k, v in record.get("tags", {}).items()
+                            if k not in ("order", "base"))
+            state = "" if record.get("status") == "ok" else f"  FAILED: {record.get('error')}"
+            print(f"  [{done}/{total}] {record.get('label')} {tags}{state}", file=sys.stderr,
+                  flush=True)
+
+        where = f"cluster {args.cluster}" if args.cluster else (
+            f"{args.workers} worker process(es)" if args.workers else "local worker processes")
+        print(f"study {args.name}: running on {where}", flush=True)
+        outcome = run_study(args.name, setup, folder=args.out if project is None else None,
+                            project=project, study_name=study_name, workers=args.workers,
+                            cluster=args.cluster, progress=progress)
+        print(f"{len(outcome.document['points'])} points: {outcome.ran} simulated, "
+              f"{outcome.reused} reused from earlier runs")
+        if project is not None:
+            document, records = load_project_study(project, study_name)
+            project.save()
+            print(f"results stored in {project.path} as study '{study_name}'")
+        else:
+            document, records = load_results(args.out)
+        files = render_report(document, records, Path(args.out or "."))
+        from engine.studies import get_study
+        for f in get_study(document["study"]).analyse(document, records).findings:
+            print(f"  - {f.text}")
+        print(f"report written: {files.html}, {files.pdf}")
+        failed = sum(1 for r in records if r.get("status") != "ok")
+        return 1 if failed else 0
+    finally:
+        if project is not None:
+            project.close()
+
+
+# ==== optimize / evaluate / compare (the Gemmini schedule optimiser) ===========================
+def _budget(args: argparse.Namespace, default_evaluations: int,
+            default_seconds: float) -> Any:
+    """--evaluations / --seconds; with neither, whichever of the defaults comes first."""
+    from optimizer.search import Budget
+
+    if args.evaluations is None and args.seconds is None:
+        return Budget(evaluations=default_evaluations, seconds=default_seconds)
+    return Budget(evaluations=args.evaluations, seconds=args.seconds)
+
+
+def _write_json(path: str | Path, data: Any) -> None:
+    import json
+
+    from engine.fileio import atomic_write_text, json_default
+
+    atomic_write_text(path, json.dumps(data, indent=2, default=json_default))
+
+
+def _edp_line(d: dict[str, Any]) -> str:
+    return (f"EDP {d['edp_j_cycles']:.4g} J x cycles ({d['edp_uj_cycles']:.4g} uJ x cycles), "
+            f"energy {d['energy_pj'] * 1e-6:.4g} uJ, latency {d['latency_cycles']:.4g} cycles, "
+            f"{'valid' if d['valid'] else 'INVALID'}")
+
+
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from optimizer.methods import optimize, schedule_json
+
+    def progress(p: Any) -> None:
+        if sys.stderr.isatty() and p.step % 50 == 0:
+            print(f"  ... {p.method} step {p.step}, {p.evaluations} evaluations, best EDP "
+                  f"{p.best_edp:.4g}", file=sys.stderr, flush=True)
+
+    result, space = optimize(args.network, args.hw, args.method,
+                             _budget(args, 5000, 60.0), args.seed, progress=progress)
+    data = schedule_json(result, space)
+    _write_json(args.out, data)
+    print(f"{data['network']} on {data['hardware']} by {data['method']} (seed {args.seed}): "
+          f"{result.evaluations} evaluations in {result.wall_s:.1f} s")
+    print(f"  {_edp_line(data)}; {len(data['fused_edges'])} fused edge(s)")
+    print(f"schedule written to {args.out}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    if args.reference is not None:
+        from optimizer.reference import score_reference
+
+        if args.schedule is not None:
+            from optimizer.errors import OptimizerError
+            raise OptimizerError("give --schedule or --reference, not both")
+        if args.out is None:
+            from optimizer.errors import OptimizerError
+            raise OptimizerError("--reference needs --out SCORES.json")
+        scores = score_reference(args.reference, arch_file=args.arch_file)
+        _write_json(args.out, scores)
+        valid = sum(1 for v in scores.values() if v["results"]["valid"])
+        print(f"{len(scores)} mapping(s) of {args.reference} scored ({valid} valid); "
+              f"written to {args.out}")
+        return 0
+    if args.schedule is None or args.hw is None:
+        from optimizer.errors import OptimizerError
+        raise OptimizerError("evaluate needs --schedule FILE --hw HW (or --reference FILE "
+                             "--out FILE)")
+    from optimizer.costmodel import evaluate_schedule
+    from optimizer.hardware import load_hardware
+    from optimizer.mapping import load_schedule
+    from optimizer.methods import result_json
+    from optimizer.workload import load_network
+
+    sched = load_schedule(args.schedule)
+    name = args.network or sched.network
+    if not name:
+        from optimizer.errors import OptimizerError
+        raise OptimizerError(f"{args.schedule}: the schedule names no network; give --network")
+    net, hw = load_network(name), load_hardware(args.hw)
+    res = evaluate_schedule(net, sched, hw)
+    data = result_json(res, net, hw, method=sched.method)
+    print(f"{args.schedule}: {net.name} on {hw.name}")
+    print(f"  {_edp_line(data)}")
+    for problem in res.problems[:MAX_VIOLATIONS_SHOWN]:
+        print(f"  problem: {problem}")
+    if args.out is not None:
+        _write_json(args.out, data)
+        print(f"evaluation written to {args.out}")
+    return 0 if res.valid else 1
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from optimizer.compare import format_table, run_comparison
+    from optimizer.methods import METHODS
+
+    def on_run(r: Any) -> None:
+        print(f"  {r.network:<14} {r.method:<7} seed {r.seed}: EDP {r.edp * 1e-12:.4g} "
+              f"J x cycles, {r.wall_s:.1f} s{'' if r.valid else ' INVALID'}",
+              file=sys.stderr, flush=True)
+
+    methods = args.methods or list(METHODS)
+    comp = run_comparison(args.hw, args.networks, methods, _budget(args, 500, 20.0),
+                          args.seeds, on_run=on_run)
+    print(format_table(comp))
+    if args.out is not None:
+        _write_json(args.out, comp.to_json())
+        print(f"table written to {args.out}")
+    return 0
+
+
+# ==== cosim (schedule -> DRAM traffic -> engine -> back into the optimiser) ====================
+def cmd_cosim(args: argparse.Namespace) -> int:
+    from optimizer import cosim
+    from optimizer.hardware import load_hardware
+    from optimizer.methods import optimize as run_method
+    from optimizer.workload import load_network
+
+    net = load_network(args.network)
+    hw = load_hardware(args.hw)
+    memory = cosim.load_memory(args.memory)
+
+    def optimize(network: Any, hardware: Any) -> Any:
+        result, _ = run_method(network, hardware, args.method, _budget(args, 5000, 60.0),
+                               args.seed)
+        return result.schedule, result.result
+
+    def progress(layer: str) -> None:
+        if sys.stderr.isatty():
+            print(f"  ... simulating {layer}", file=sys.stderr, flush=True)
+
+    iters = cosim.closed_loop(net, hw, memory, optimize=optimize, iterations=args.iterate,
+                              layout=args.layout, placement=args.placement,
+                              acc_ghz=args.acc_ghz, progress=progress)
+    summary = cosim.summary(iters)
+    data = {"network": net.name, "hardware": hw.name, "memory": memory.name,
+            "layout": args.layout, "placement": args.placement, "method": args.method,
+            "seed": args.seed, "acc_ghz": args.acc_ghz, "summary": summary,
+            "iterations": [{"iteration": it.iteration, "hardware": it.hardware,
+                            "model_edp": it.model_edp, "fused": [list(e) for e in it.fused],
+                            "cosim": it.cosim.to_json(), "schedule": it.schedule}
+                           for it in iters]}
+    _write_json(args.out, data)
+    first, last = iters[0].cosim, iters[-1].cosim
+    print(f"{net.name} on {hw.name} with {memory.name} ({args.layout}, {args.placement}):")
+    for it in iters:
+        c = it.cosim
+        print(f"  iteration {it.iteration}: DRAM {it.hardware['dram_bw']:.3g} B/cycle, "
+              f"{it.hardware['e_dram_pj_per_byte']:.3g} pJ/B -> model EDP {it.model_edp:.4g}, "
+              f"engine EDP {c.engine_edp:.4g} pJ x cycles, {len(it.fused)} fused edge(s)")
+    print(f"  engine-measured EDP {first.engine_edp:.4g} -> {last.engine_edp:.4g} "
+          f"({summary['engine_edp_change']:+.1%}); fusion changed: "
+          f"{summary['fusion_changed']}; model and engine rank the schedules alike: "
+          f"{summary['ranking_agrees']}")
+    print(f"results written to {args.out}")
     return 0
 
 
@@ -218,12 +542,25 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="main.py",
+        prog="diffmem" if FROZEN else "main.py",
         description="DiffMem Studio: DRAM behaviour of deep-learning workloads. "
                     "Without a command, opens the GUI.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    from engine.version import APP_VERSION
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {APP_VERSION}")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
 
     p = sub.add_parser("simulate", help="simulate request traces on a memory config, "
@@ -255,7 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(DEMO_OUT), metavar="DIR",
                    help="folder for demo_<preset>.json (default: demo_out/ in the repository)")
     p.add_argument("--headless", action="store_true",
-                   help="never open a window (the demo is headless for now)")
+                   help="never open a window (the demo command never does; `python main.py` "
+                        "shows the demo project in the GUI)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("check-commands", help="check a DRAM command trace against JEDEC timing",
@@ -275,12 +613,172 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dst", metavar="DST")
     p.set_defaults(func=cmd_convert_trace)
 
+    p = sub.add_parser("trace", help="generate the DRAM trace of one training step of a "
+                                     "deep-learning workload",
+                       description="Capture one training step (forward, loss, backward, "
+                                   "AdamW) of a workload model on PyTorch's meta device and "
+                                   "write its DRAM request trace (HDF5, with phase/operator/"
+                                   "role tags) and a summary.")
+    p.add_argument("--workload", required=True, metavar="NAME",
+                   help="ddpm, ldm-sr, dit-traj or resnet50")
+    p.add_argument("--batch", required=True, type=int, metavar="N", help="batch size")
+    p.add_argument("--resolution", type=int, metavar="R",
+                   help="image side in pixels (image workloads; default: the paper's)")
+    p.add_argument("--size", default="paper", choices=("paper", "tiny"),
+                   help="model size: the published configuration, or a tiny one for tests")
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    p.add_argument("--sample", type=float, metavar="F",
+                   help="expand only this fraction of the operators (windows chosen "
+                        "deterministically from --seed); totals are extrapolated")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampled windows")
+    p.add_argument("--cache-mib", type=float, default=40.0, metavar="MIB",
+                   help="on-chip cache in front of DRAM, MiB (default 40, an A100 L2; 0: none)")
+    p.add_argument("--memory", default="HBM2", metavar="PRESET",
+                   help="memory config giving the clock and capacity (default HBM2)")
+    p.add_argument("--out", required=True, metavar="TRACE.h5", help="HDF5 trace output")
+    p.add_argument("--text", metavar="TRACE.txt", help="also export a DRAMsim3 text trace")
+    p.add_argument("--summary", metavar="SUMMARY.json", help="also write the summary as JSON")
+    p.set_defaults(func=cmd_trace)
+
     p = sub.add_parser("presets", help="list memory presets, or import a DRAMsim3 .ini as one",
                        description="List the shipped memory presets, or convert a DRAMsim3 "
                                    ".ini into a TOML preset.")
     p.add_argument("--import-ini", metavar="FILE.ini", help="DRAMsim3 config to import")
     p.add_argument("--out", metavar="NAME.toml", help="where to write the imported preset")
     p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("study", help="run a study (parameter sweep) and write its report",
+                       description="Run a study: many simulations over a parameter grid, in "
+                                   "local worker processes or on a Dask cluster, then an HTML "
+                                   "and PDF design-review report. Restarting with the same "
+                                   "--out (or project) resumes: finished points are kept.")
+    p.add_argument("name", nargs="?", metavar="NAME", help="study to run (see --list)")
+    p.add_argument("--list", action="store_true", help="list the studies and their parameters")
+    p.add_argument("--trace", action="append", metavar="LABEL=PATH[,batch=N,flops=X,kind=K]",
+                   help="a workload trace (any format the engine reads); repeat for several. "
+                        "kind is diffusion|cnn|other (guessed from the label if not given)")
+    p.add_argument("--config", default="DDR4-3200",
+                   help="base memory config: preset name or .toml/.ini path (default DDR4-3200)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a config field for every point")
+    p.add_argument("--param", action="append", metavar="NAME=V1,V2,...",
+                   help="study parameter, e.g. tRCD=10,12,14 (timing) or "
+                        "configs=DDR4-3200,GDDR6 (technology, memshare)")
+    p.add_argument("--variant", action="append", metavar="NAME:KEY=VALUE,...",
+                   help="a named variant (architecture, policy, hotspots); replaces the "
+                        "defaults")
+    p.add_argument("--compute", action="append", metavar="KEY=VALUE",
+                   help="accelerator model for memshare: name, peak_flops, utilisation, "
+                        "power_W (default A100)")
+    p.add_argument("--cycles", type=_positive_int, metavar="N", help="stop each run at cycle N")
+    p.add_argument("--arrival", choices=("trace", "saturate"), default="trace",
+                   help="requests arrive at the trace's cycles (default), or all at once so "
+                        "that the run measures the DRAM's service time (memshare always "
+                        "saturates)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="local worker processes (default: one per core; 0 = in this process)")
+    p.add_argument("--cluster", metavar="tcp://HOST:PORT",
+                   help="run on this Dask scheduler (workers need this repository and the "
+                        "trace files)")
+    p.add_argument("--out", metavar="DIR",
+                   help="folder for study.json, results.jsonl, report.html, report.pdf")
+    p.add_argument("--project", metavar="FILE", help="store the study in this project file")
+    p.add_argument("--study-name", metavar="NAME",
+                   help="name of the study in the project (default: the study's name)")
+    p.add_argument("--report", action="store_true",
+                   help="only rebuild the report from stored results (--out DIR, or --project "
+                        "FILE with NAME)")
+    p.set_defaults(func=cmd_study)
+
+    p = sub.add_parser("optimize", help="find the lowest-EDP schedule (tiling + fusion) of a "
+                                        "network on a Gemmini configuration",
+                       description="Search the schedule of a network (per-layer tiling, loop "
+                                   "orders, fused layers) minimising energy-delay product on a "
+                                   "Gemmini configuration; write it as JSON.")
+    p.add_argument("--network", required=True, metavar="NET",
+                   help="vgg16, vgg19, resnet18, mobilenet_v1, gpt3_6.7b_mha, gpt3_6.7b_ffn "
+                        "or a network .json file")
+    p.add_argument("--hw", required=True, metavar="HW", help="large, small or a .toml file")
+    p.add_argument("--method", default="fadiff", choices=METHOD_CHOICES,
+                   help="search method (default fadiff)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--evaluations", type=_positive_int, metavar="N",
+                   help="budget: cost-model evaluations (default, with no --seconds either: "
+                        "5000 evaluations or 60 s, whichever comes first)")
+    p.add_argument("--seconds", type=_positive_float, metavar="T",
+                   help="budget: wall-clock seconds")
+    p.add_argument("--out", required=True, metavar="SCHEDULE.json", help="schedule output")
+    p.set_defaults(func=cmd_optimize)
+
+    p = sub.add_parser("evaluate", help="re-score a saved schedule, or score the mappings of "
+                                        "a Timeloop reference file",
+                       description="Score a schedule file on a hardware configuration (exit 1 "
+                                   "if it is invalid there), or every explicit mapping of a "
+                                   "file in the format of reference.json with its own "
+                                   "architectures and energies.")
+    p.add_argument("--schedule", metavar="SCHEDULE.json", help="schedule written by optimize")
+    p.add_argument("--hw", metavar="HW", help="large, small or a .toml file")
+    p.add_argument("--network", metavar="NET",
+                   help="network of the schedule (default: the one it names)")
+    p.add_argument("--reference", metavar="FILE.json",
+                   help="score the explicit-mapping entries of this reference file")
+    p.add_argument("--arch-file", metavar="FILE.json",
+                   help="take architectures from this file when --reference only names them")
+    p.add_argument("--out", metavar="FILE.json", help="write the scores / evaluation here")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("compare", help="compare the search methods on networks (EDP table)",
+                       description="Run every method on every network with the same budget "
+                                   "and print average EDP per method, per-network rows and "
+                                   "wall time.")
+    p.add_argument("--hw", required=True, metavar="HW", help="large, small or a .toml file")
+    p.add_argument("--networks", nargs="+", metavar="NET",
+                   default=["vgg16", "vgg19", "resnet18", "mobilenet_v1", "gpt3_6.7b_mha",
+                            "gpt3_6.7b_ffn"], help="networks (default: all six)")
+    p.add_argument("--methods", nargs="+", metavar="METHOD", choices=METHOD_CHOICES,
+                   default=None, help="methods (default: every registered one)")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S",
+                   help="seeds per method and network (default 0)")
+    p.add_argument("--evaluations", type=_positive_int, metavar="N",
+                   help="budget per run: evaluations (default, with no --seconds either: 500 "
+                        "evaluations or 20 s, whichever comes first)")
+    p.add_argument("--seconds", type=_positive_float, metavar="T", help="budget per run: seconds")
+    p.add_argument("--out", metavar="TABLE.json", help="write the table as JSON")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("cosim", help="simulate a schedule's DRAM traffic on a memory and "
+                                     "re-optimise with the measured DRAM",
+                       description="Optimise a network's schedule, generate the DRAM requests "
+                                   "of executing it on Gemmini, simulate them on a memory "
+                                   "configuration, compare with the analytical model, and "
+                                   "re-optimise with the DRAM bandwidth and energy the engine "
+                                   "measured until the schedule stops changing.")
+    p.add_argument("--network", required=True, metavar="NET", help="network name or .json")
+    p.add_argument("--hw", required=True, metavar="HW", help="large, small or a .toml file")
+    p.add_argument("--memory", required=True, metavar="MEM",
+                   help="memory preset, optionally with channels, e.g. DDR4-3200-8ch, HBM2; "
+                        "or a .toml/.ini config")
+    p.add_argument("--layout", default="nhwc", choices=("nhwc", "nchw", "tiled"),
+                   help="tensor layout in DRAM (default nhwc)")
+    p.add_argument("--placement", default="packed", choices=("packed", "staggered"),
+                   help="tensor placement: back to back, or staggered across banks")
+    p.add_argument("--iterate", type=int, default=3, metavar="N",
+                   help="DRAM-aware re-optimisations at most (default 3; 0: just measure)")
+    p.add_argument("--method", default="fadiff", choices=METHOD_CHOICES,
+                   help="search method (default fadiff)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--evaluations", type=_positive_int, metavar="N",
+                   help="optimiser budget per iteration (default 5000, or 60 s)")
+    p.add_argument("--seconds", type=_positive_float, metavar="T",
+                   help="optimiser budget per iteration, wall-clock seconds")
+    p.add_argument("--acc-ghz", type=_positive_float, default=1.0, metavar="F",
+                   help="accelerator clock in GHz (default 1.0)")
+    p.add_argument("--out", required=True, metavar="COSIM.json", help="results output")
+    p.set_defaults(func=cmd_cosim)
+
+    p = sub.add_parser("selfcheck", description="Check this installation: resources, numba "
+                                                "kernels, torch autograd, optimiser imports.")
+    p.set_defaults(func=cmd_selfcheck)     # no help=: not listed in --help
     return parser
 
 
@@ -306,4 +804,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    import multiprocessing
+
+    multiprocessing.freeze_support()   # the packaged app's spawned workers (studies) start here
     sys.exit(main())

@@ -1,6 +1,11 @@
-"""Application start-up and the main window: the simulation view and the project dock.
+"""Application start-up and the main window: central views in tabs, the project dock.
 
-    python main.py            # opens this window
+    python main.py            # opens this window (with the demo project, see gui.demo)
+
+Central views live in a QTabWidget (``MainWindow.views``): "Simulation" and "Energy" here;
+another view is one call, ``window.add_view(widget, "Optimiser")``.  Edit > Undo / Redo
+(Ctrl+Z, Ctrl+Shift+Z) act on the project tree's undo stack.  Double-clicking a stored run
+(or "Open" in its context menu) shows its plots without simulating it again.
 
 Keep start-up light: nothing here imports torch or the numba kernels; views that need them
 import them when first used (``projects.store`` and h5py are imported on the first project
@@ -22,13 +27,14 @@ from typing import Any, Sequence
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QMainWindow,
-                               QMessageBox)
+                               QMessageBox, QTabWidget, QWidget)
 
 APP_NAME = "DiffMem Studio"
 SETTINGS_ORG = "DiffMem"
 LAYOUT_VERSION = 1      # bump when docks change, so an old saved layout is ignored
 PROJECT_SUFFIX = ".dmproj"
 PROJECT_FILTER = f"DiffMem projects (*{PROJECT_SUFFIX} *.h5);;All files (*)"
+APP_ICON = Path(__file__).resolve().parents[1] / "resources" / "icons" / "diffmem.png"
 
 
 def _preset_names() -> list[str]:
@@ -50,17 +56,28 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.resize(900, 600)
 
+        from gui.views.energy import EnergyView
         from gui.views.simulation import SimulationView   # pyqtgraph; no numba until a run
 
+        self.views = QTabWidget(self)
+        self.views.setObjectName("centralViews")
+        self.views.setDocumentMode(True)
+        self.setCentralWidget(self.views)
         self.simulation_view = SimulationView(self)
         self.simulation_view.setObjectName("simulationView")
-        self.setCentralWidget(self.simulation_view)
+        self.add_view(self.simulation_view, "Simulation")
+        self.energy_view = EnergyView(self)
+        self.energy_view.setObjectName("energyView")
+        self.add_view(self.energy_view, "Energy by bank")
+        self.simulation_view.record_shown.connect(self.energy_view.set_record)
 
         from gui.views.project_tree import ProjectTreeView   # Qt only
 
         self.project_tree = ProjectTreeView(self)
         self.project_tree.setObjectName("projectTreeView")
         self.project_tree.changed.connect(self._update_title)
+        self.project_tree.changed.connect(self.simulation_view.refresh_runs)
+        self.project_tree.open_requested.connect(self.open_item)
         self.project_dock = QDockWidget("Project", self)
         self.project_dock.setObjectName("projectDock")
         self.project_dock.setWidget(self.project_tree)
@@ -73,7 +90,14 @@ class MainWindow(QMainWindow):
         self.config_editor.setObjectName("configEditor")
         self.config_dock = QDockWidget("Memory configuration", self)
         self.config_dock.setObjectName("configDock")
-        self.config_dock.setWidget(self.config_editor)
+        # in a scroll area: the editor's tables would otherwise hold the dock (and the project
+        # dock tabified with it) at ~490 px, squeezing the plots
+        from PySide6.QtWidgets import QScrollArea
+        scroll = QScrollArea()
+        scroll.setObjectName("configScroll")
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(self.config_editor)
+        self.config_dock.setWidget(scroll)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.config_dock)
         self.tabifyDockWidget(self.project_dock, self.config_dock)
         self.project_dock.raise_()
@@ -100,11 +124,32 @@ class MainWindow(QMainWindow):
         self.quit_action.triggered.connect(self.close)
         file_menu.addAction(self.quit_action)
 
+        edit_menu = self.menuBar().addMenu("&Edit")
+        edit_menu.setObjectName("editMenu")
+        self.edit_menu = edit_menu
+        stack = self.project_tree.undo_stack
+        self.undo_action = stack.createUndoAction(self, "&Undo")
+        self.undo_action.setObjectName("actionUndo")
+        self.undo_action.setShortcut(QKeySequence("Ctrl+Z"))
+        self.redo_action = stack.createRedoAction(self, "&Redo")
+        self.redo_action.setObjectName("actionRedo")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"),
+                                       QKeySequence(QKeySequence.StandardKey.Redo)])
+        edit_menu.addAction(self.undo_action)
+        edit_menu.addAction(self.redo_action)
+
         presets = _preset_names()
         self.statusBar().showMessage(
             "DRAM presets: " + ", ".join(presets) if presets
             else "No DRAM presets found (resources/presets/dram)")
         self._update_title()
+
+    def add_view(self, widget: QWidget, title: str) -> int:
+        """Add a central view as a tab; returns its index."""
+        return self.views.addTab(widget, title)
+
+    def show_view(self, widget: QWidget) -> None:
+        self.views.setCurrentWidget(widget)
 
     def _action(self, text: str, name: str, slot, shortcut=None) -> QAction:
         action = QAction(text, self)
@@ -151,7 +196,33 @@ class MainWindow(QMainWindow):
     def _set_project(self, project: Any) -> None:
         self.project = project
         self.project_tree.set_project(project)
+        self.simulation_view.set_project(project)
         self._update_title()
+
+    def open_item(self, kind: str, name: str) -> bool:
+        """Show a stored run's plots (read from the project, not simulated again), or load
+        a stored configuration into the editor."""
+        project = self.project
+        if project is None:
+            return False
+        try:
+            if kind == "run":
+                if self.simulation_view.is_running():
+                    self._show_error("A simulation is running: cancel it or wait for it to "
+                                     "finish before opening a stored run.")
+                    return False
+                from gui.run_data import RunRecord
+                self.simulation_view.show_record(RunRecord.from_project(project, name))
+                self.show_view(self.simulation_view)
+                return True
+            if kind == "config":
+                self.config_editor.load(project.get_config(name))
+                self.config_dock.show()
+                self.config_dock.raise_()
+                return True
+        except Exception as exc:  # noqa: BLE001 - a corrupt entry: shown to the user
+            self._show_error(f"Cannot open {kind} '{name}': {exc}")
+        return False
 
     def new_project(self) -> bool:
         """File > New Project…: create a project file and make it the open project."""
@@ -244,8 +315,11 @@ class MainWindow(QMainWindow):
             self._show_error(f"Cannot store the run in the project: {exc}")
             run_id = None
         self.project_tree.refresh()
+        self.simulation_view.refresh_runs()
         if run_id is not None:
             self.project_tree.select("run", run_id)
+            if view.record is not None:
+                view.record.run_id = run_id
         self._update_title()
 
     @staticmethod
@@ -298,15 +372,29 @@ class MainWindow(QMainWindow):
                                                                               LAYOUT_VERSION))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Create the QApplication (or reuse one), show the main window, run the event loop."""
+def main(argv: Sequence[str] | None = None, *, demo: bool = True) -> int:
+    """Create the QApplication (or reuse one), show the main window (with the demo project
+    open, see :mod:`gui.demo`, unless ``demo`` is false), run the event loop."""
     app = QApplication.instance()
     if app is None:
         app = QApplication(list(sys.argv if argv is None else argv) or [APP_NAME])
     app.setApplicationName(APP_NAME)
+    from engine.version import APP_VERSION
+
+    app.setApplicationVersion(APP_VERSION)
+    app.setDesktopFileName("diffmem")        # matches packaging/diffmem.desktop
+    if APP_ICON.is_file():
+        from PySide6.QtGui import QIcon
+        app.setWindowIcon(QIcon(str(APP_ICON)))
     window = MainWindow()
-    window.restore_layout()
+    restored = window.restore_layout()
     window.show()
+    if not restored:                  # first start: a sensible size, a narrow project dock
+        window.resize(1400, 900)
+        window.resizeDocks([window.project_dock], [300], Qt.Orientation.Horizontal)
+    if demo:
+        from gui.demo import open_demo
+        open_demo(window)
     return int(app.exec())
 
 

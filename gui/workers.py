@@ -1,7 +1,8 @@
 """The one bridge between the Qt GUI and the engine: simulations run in a worker thread.
 
-    run = start_simulation(cfg, ["demo.trace"], SimOptions(epoch=2000))
+    run = start_simulation(cfg, ["demo.trace"], SimOptions(epoch=2000))   # or {"epoch": 2000}
     run.epoch.connect(view.on_epoch)          # dict per epoch (see :func:`epoch_dict`)
+    run.epochs.connect(view.on_epochs)        # or the same epochs as lists, in batches
     run.progress.connect(bar.set_fraction)    # 0..1, or -1 when the total is unknown
     run.finished.connect(view.on_finished)    # Stats, after the thread has been joined
     run.failed.connect(view.on_failed)        # (message, traceback), after the join
@@ -9,6 +10,11 @@
     run.cancel()                              # thread-safe; checked between kernel calls
     thread, worker = run                      # the QThread and the SimulationWorker
 
+The engine itself runs in a child process (:mod:`gui.sim_process` says why: the numba kernel
+holds the GIL); the worker thread only starts it, relays its messages as signals and passes a
+cancel request on.  The child is started with the "spawn" method (never fork a process running
+Qt threads), which imports the parent's ``__main__`` module again: a script that starts
+simulations from the GUI must keep its top-level code under ``if __name__ == "__main__":``.
 The worker never touches widgets: it only emits signals carrying plain dicts, numbers and the
 final ``Stats``. Its outcome is kept on the worker and re-emitted by :class:`SimulationRun`
 from ``QThread.finished`` once ``QThread.wait()`` has returned, so a "done" signal never
@@ -17,15 +23,22 @@ arrives while the thread is still running (see shared/STYLE.md, napari notes).
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from gui.sim_process import epoch_dict, simulate_in_child
 
 __all__ = ["SimulationWorker", "SimulationRun", "start_simulation", "epoch_dict",
            "active_runs", "trace_horizon"]
+
+POLL_S = 0.02           # how often the worker thread looks at the cancel flag and the pipe
+JOIN_S = 5.0            # how long to wait for a terminated child process
+EXIT_GRACE_S = 0.05     # an ended child may exit on its own this long, then it is terminated
+CANCEL_GRACE_S = 0.2    # a child that has not confirmed a cancel by then is terminated
 
 # runs whose thread has not yet been joined (kept alive here so Python does not collect them)
 _ACTIVE: set["SimulationRun"] = set()
@@ -34,32 +47,6 @@ _ACTIVE: set["SimulationRun"] = set()
 def active_runs() -> list["SimulationRun"]:
     """The simulation runs whose worker thread has not finished and been joined yet."""
     return list(_ACTIVE)
-
-
-def epoch_dict(cfg: Any, rec: Any) -> dict[str, Any]:
-    """A plain dict of one epoch's headline numbers from an ``engine.simulator.EpochRecord``.
-
-    Keys: ``start``, ``end`` (cycles), ``bandwidth_GBps`` (data moved / epoch time),
-    ``row_hit_rate`` (row hits / column commands, NaN when none), ``avg_read_latency``
-    (cycles, NaN when no read completed), ``reads``, ``writes`` and ``bank_utilisation``
-    (fraction of the epoch each bank had a row open, flattened over channels and banks).
-    """
-    length = max(1, int(rec.end) - int(rec.start))
-    nbytes = (int(rec.reads_done) + int(rec.writes_done)) * float(cfg.request_size_bytes)
-    seconds_ns = length * float(cfg.tCK)
-    cols = int(rec.column_cmds)
-    reads = int(rec.reads_done)
-    util = np.asarray(rec.bank_open_cycles, dtype=np.float64).reshape(-1) / length
-    return {
-        "start": int(rec.start),
-        "end": int(rec.end),
-        "bandwidth_GBps": nbytes / seconds_ns if seconds_ns > 0 else 0.0,   # bytes/ns == GB/s
-        "row_hit_rate": int(rec.row_hits) / cols if cols else float("nan"),
-        "avg_read_latency": int(rec.read_latency_sum) / reads if reads else float("nan"),
-        "reads": reads,
-        "writes": int(rec.writes_done),
-        "bank_utilisation": np.clip(util, 0.0, 1.0),
-    }
 
 
 def trace_horizon(paths: Sequence[str | Path]) -> int | None:
@@ -104,7 +91,7 @@ class SimulationWorker(QObject):
     which may arrive before the thread has ended.
     """
 
-    epoch = Signal(dict)
+    epochs = Signal(list)     # epoch dicts, in the batches the simulation process sent
     progress = Signal(float)
     finished = Signal(object)
     failed = Signal(str, str)
@@ -141,35 +128,69 @@ class SimulationWorker(QObject):
         self.ended.emit()
 
     def _simulate(self) -> tuple[str, Any]:
-        from engine.errors import SimulationCancelled
-        from engine.simulator import SimOptions, simulate_trace
+        import multiprocessing as mp
 
         if self._cancel.is_set():
             return ("cancelled", None)
-        options = self.options if self.options is not None else SimOptions()
+        options = self.options
+        cycles = (options.get("cycles") if isinstance(options, dict)
+                  else getattr(options, "cycles", None))
         horizon = trace_horizon(self.traces)
-        if options.cycles:
-            horizon = min(horizon, options.cycles) if horizon else options.cycles
-        cfg = self.cfg
-
-        def on_epoch(sim: Any, rec: Any) -> None:
-            if rec is not None:
-                self.epoch.emit(epoch_dict(cfg, rec))
-                self.progress.emit(min(1.0, rec.end / horizon) if horizon else -1.0)
-
+        if cycles:
+            horizon = min(horizon, cycles) if horizon else cycles
+        ctx = mp.get_context("spawn")         # never fork a process that runs Qt threads
+        receive, send = ctx.Pipe(duplex=False)
+        cancel = ctx.Event()
+        proc = ctx.Process(target=simulate_in_child, name="diffmem-simulation", daemon=True,
+                           args=(self.cfg, [str(t) for t in self.traces], options, send,
+                                 cancel))
+        proc.start()
+        send.close()                          # the child holds the only sending end now
+        cancel_at: float | None = None
         try:
-            stats = simulate_trace(cfg, self.traces, options, progress=on_epoch,
-                                   cancel=self._cancel.is_set)
-        except SimulationCancelled:
-            return ("cancelled", None)
-        self.progress.emit(1.0)
-        return ("finished", stats)
+            while True:
+                if self._cancel.is_set():
+                    if cancel_at is None:
+                        cancel.set()
+                        cancel_at = time.monotonic()
+                    elif time.monotonic() - cancel_at > CANCEL_GRACE_S:
+                        # still starting up (imports), or in one long kernel call: the child
+                        # has no side effects worth waiting for
+                        return ("cancelled", None)
+                if not receive.poll(POLL_S):
+                    continue
+                try:
+                    msg = receive.recv()
+                except EOFError:
+                    proc.join(JOIN_S)
+                    return ("failed", ("the simulation process ended without a result "
+                                       f"(exit code {proc.exitcode})", ""))
+                kind = msg[0]
+                if kind == "epochs":
+                    self.epochs.emit(msg[1])
+                    end = msg[1][-1]["end"]
+                    self.progress.emit(min(1.0, end / horizon) if horizon else -1.0)
+                elif kind == "finished":
+                    self.progress.emit(1.0)
+                    return ("finished", msg[1])
+                elif kind == "failed":
+                    return ("failed", (msg[1], msg[2]))
+                else:
+                    return ("cancelled", None)
+        finally:
+            receive.close()
+            # the outcome is known: do not wait for the child's interpreter to shut down
+            proc.join(EXIT_GRACE_S)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(JOIN_S)
 
 
 class SimulationRun(QObject):
     """Owns one worker and its QThread; re-emits the outcome after the thread is joined."""
 
     epoch = Signal(dict)
+    epochs = Signal(list)
     progress = Signal(float)
     finished = Signal(object)
     failed = Signal(str, str)
@@ -186,7 +207,7 @@ class SimulationRun(QObject):
         self._box = self.worker.result_box
         self.running = False
         # queued to this (GUI-thread) object: plotting happens in the GUI thread
-        self.worker.epoch.connect(self.epoch)
+        self.worker.epochs.connect(self._on_epochs)
         self.worker.progress.connect(self.progress)
         self.thread.started.connect(self.worker.run)
         self.worker.ended.connect(self.thread.quit)
@@ -195,6 +216,14 @@ class SimulationRun(QObject):
 
     def __iter__(self):
         return iter((self.thread, self.worker))
+
+    @Slot(list)
+    def _on_epochs(self, records: list) -> None:
+        """A batch from the worker (queued: runs in the GUI thread): re-emitted as a batch and
+        one by one."""
+        self.epochs.emit(records)
+        for rec in records:
+            self.epoch.emit(rec)
 
     def start(self) -> None:
         _ACTIVE.add(self)

@@ -30,7 +30,15 @@ Layout, schema version 1 (integers; :data:`SCHEMA_VERSION`)::
                                     [n_epochs, channels, ranks*banks]
     /runs/<run_id>/per_bank/<name>  [channels, ranks, banks] arrays (Stats.per_bank)
     /runs/<run_id>/read_latency_hist  [cycles] counts
-    /studies, /optimizer_runs       NX_class="NXcollection", reserved (empty)
+    /studies                        NX_class="NXcollection"
+    /studies/<name>                 NX_class="NXentry", kind="study", study=<study type, e.g.
+                                    "timing">, setup=<StudySetup JSON>, points=<JSON list of
+                                    the points, ids and tags included>, created, app_version
+    /studies/<name>/results/<point_id>
+                                    scalar string dataset: the result record JSON of one point
+                                    (engine.studies.jobs.run_point + tags), attribute status
+                                    ("ok" | "error"); written as each point finishes
+    /optimizer_runs                 NX_class="NXcollection", reserved (empty)
 
 Everything is data: numbers in datasets and attributes, structured values as JSON strings.
 Nothing is pickled.
@@ -78,7 +86,7 @@ STUDIES = "studies"
 OPTIMIZER_RUNS = "optimizer_runs"
 TOP_GROUPS = (CONFIGS, TRACES, RUNS, STUDIES, OPTIMIZER_RUNS)
 #: Entity kinds accepted by Project.rename/delete/duplicate -> their group.
-KINDS = {"config": CONFIGS, "trace": TRACES, "run": RUNS}
+KINDS = {"config": CONFIGS, "trace": TRACES, "run": RUNS, "study": STUDIES}
 
 # Config attributes.
 CONFIG_JSON = "config"
@@ -106,6 +114,14 @@ RUN_HIST = "read_latency_hist"
 EPOCH_FIELDS = ("start", "end", "reads_done", "writes_done", "average_read_latency",
                 "row_hit_rate", "bandwidth_GBps")
 EPOCH_BANK_UTILISATION = "bank_utilisation"
+
+# Study attributes and members (engine.studies).
+STUDY_KIND = "study"               # value of the kind attribute
+STUDY_TYPE = "study"               # which shipped study (timing, architecture, ...)
+STUDY_SETUP = "setup"
+STUDY_POINTS = "points"
+STUDY_RESULTS = "results"
+STUDY_STATUS = "status"
 
 
 def to_json(value: Any) -> str:

@@ -49,12 +49,11 @@ import numpy as np
 from engine.config import MemoryConfig
 from engine.errors import DiffMemError
 from engine.fileio import fsync_dir
+from engine.version import APP_VERSION  # written to the ``app_version`` attributes
 from projects import schema as S
 
 log = logging.getLogger(__name__)
 
-#: Written to the ``app_version`` attributes.
-APP_VERSION = "0.1.0"
 _NAME_RE = re.compile(r"^[^/\x00]+$")
 
 
@@ -448,6 +447,32 @@ class Project:
         h5 = self._writable()
         h5.copy(src, h5[S.KINDS[kind]], name=new)
 
+    def entity_nbytes(self, kind: str, name: str) -> int:
+        """Bytes of data (uncompressed) held by a config, trace or run."""
+        total = [0]
+
+        def visit(_name: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Dataset):
+                total[0] += int(obj.size) * int(obj.dtype.itemsize)
+        self._get(kind, name).visititems(visit)
+        return total[0]
+
+    def take_out(self, kind: str, name: str) -> h5py.File:
+        """Delete a config, trace or run and return a copy of it in an in-memory HDF5 file
+        (under ``/entity``), for :meth:`put_back` (the GUI's undo)."""
+        src = self._get(kind, name)
+        held = h5py.File(f"diffmem-undo-{uuid.uuid4().hex}", "w", driver="core",
+                         backing_store=False)
+        held.copy(src, held, name="entity")
+        self.delete(kind, name)
+        return held
+
+    def put_back(self, kind: str, name: str, held: h5py.File) -> None:
+        """Restore an entity returned by :meth:`take_out` under ``name``."""
+        self._check_free(kind, name)
+        h5 = self._writable()
+        held.copy(held["entity"], h5[S.KINDS[kind]], name=name)
+
     # ---- configs -----------------------------------------------------------------------------
     def add_config(self, name: str, cfg: MemoryConfig, *, replace: bool = False) -> None:
         """Store a memory config (as JSON of :meth:`MemoryConfig.to_dict`)."""
@@ -624,6 +649,78 @@ class Project:
     def run_config(self, run_id: str) -> MemoryConfig:
         """The config snapshot a run was simulated with."""
         return MemoryConfig.from_dict(self.load_run(run_id)["config"])
+
+    # ---- studies (engine.studies) --------------------------------------------------------------
+    def studies(self) -> list[str]:
+        """Names of the stored studies, sorted."""
+        return sorted(self.h5[S.STUDIES]) if S.STUDIES in self.h5 else []
+
+    def put_study(self, name: str, document: dict[str, Any]) -> None:
+        """Create study *name* from a study document (``study``, ``setup``, ``points``), or
+        update an existing one of the same type: its points are merged, its results kept."""
+        self._check_name(name)
+        h5 = self._writable()
+        group = h5.require_group(S.STUDIES)
+        if name in group:
+            g = group[name]
+            old_type = S.attr_str(g.attrs.get(S.STUDY_TYPE, ""))
+            if old_type != document["study"]:
+                raise ProjectError(f"study {name!r} is a '{old_type}' study, not a "
+                                   f"'{document['study']}' one: choose another name",
+                                   path=self.path)
+            points = list(document["points"])
+            known = {p["point_id"] for p in points}
+            points += [p for p in _jload(g.attrs.get(S.STUDY_POINTS), [])
+                       if p["point_id"] not in known]
+        else:
+            g = group.create_group(name)
+            g.attrs[S.ATTR_NX_CLASS] = "NXentry"
+            g.attrs[S.RUN_KIND] = S.STUDY_KIND
+            g.attrs[S.ATTR_CREATED] = _now()
+            g.require_group(S.STUDY_RESULTS).attrs[S.ATTR_NX_CLASS] = "NXcollection"
+            points = list(document["points"])
+        g.attrs[S.STUDY_TYPE] = document["study"]
+        g.attrs[S.STUDY_SETUP] = S.to_json(document["setup"])
+        g.attrs[S.STUDY_POINTS] = S.to_json(points)
+        g.attrs[S.ATTR_APP_VERSION] = APP_VERSION
+
+    def study_document(self, name: str) -> dict[str, Any]:
+        """The stored study as a document: ``study``, ``setup``, ``points``, ``created``,
+        ``app_version``."""
+        g = self._get("study", name)
+        try:
+            return {"study": S.attr_str(g.attrs[S.STUDY_TYPE]),
+                    "setup": _jload(g.attrs.get(S.STUDY_SETUP), {}),
+                    "points": _jload(g.attrs.get(S.STUDY_POINTS), []),
+                    "created": S.attr_str(g.attrs.get(S.ATTR_CREATED, "")),
+                    "app_version": S.attr_str(g.attrs.get(S.ATTR_APP_VERSION, ""))}
+        except (KeyError, ValueError) as e:
+            raise ProjectError(f"study {name!r} is corrupt: {e}", path=self.path) from None
+
+    def add_study_result(self, name: str, record: dict[str, Any]) -> None:
+        """Store (or replace) the result record of one point of study *name*."""
+        g = self._get("study", name)
+        self._writable()
+        res = g.require_group(S.STUDY_RESULTS)
+        pid = self._check_name(str(record["point_id"]))
+        if pid in res:
+            del res[pid]
+        ds = res.create_dataset(pid, data=S.to_json(record), dtype=h5py.string_dtype())
+        ds.attrs[S.STUDY_STATUS] = str(record.get("status", "ok"))
+
+    def study_results(self, name: str) -> dict[str, dict[str, Any]]:
+        """point id -> result record of study *name*."""
+        g = self._get("study", name)
+        out: dict[str, dict[str, Any]] = {}
+        if S.STUDY_RESULTS not in g:
+            return out
+        for pid, ds in g[S.STUDY_RESULTS].items():
+            try:
+                out[pid] = _jload(ds[()])
+            except ValueError as e:
+                raise ProjectError(f"study {name!r}, point {pid}: corrupt result: {e}",
+                                   path=self.path) from None
+        return out
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("read-only" if self.readonly else "open")

@@ -1,8 +1,17 @@
 """The project tree: the open project's configurations, traces and runs.
 
 Rename / Delete / Duplicate (buttons or the context menu) call the :class:`projects.store.Project`
-methods and then :meth:`ProjectTreeView.refresh`.  Dialogs go through ``_ask_text`` and
-``_show_error`` so tests can monkeypatch them.
+methods and then :meth:`ProjectTreeView.refresh`.  Each goes on :attr:`ProjectTreeView.undo_stack`
+(a ``QUndoStack``; the main window's Edit menu has its Undo / Redo actions): a rename is undone
+by renaming back, a duplicate by deleting the copy, a delete by putting back an in-memory copy
+of what was deleted (``Project.take_out`` / ``put_back``).  Deleting something larger than
+:data:`UNDO_MAX_BYTES` (a big embedded trace) is not cheap to undo: the view asks, deletes it
+for good and clears the undo history.
+
+Double-clicking a run, or "Open" in its context menu, emits :attr:`ProjectTreeView.open_requested`
+(the main window shows the stored run's plots); for a configuration it loads the configuration
+editor.  Dialogs go through ``_ask_text``, ``_confirm`` and ``_show_error`` so tests can
+monkeypatch them.
 """
 from __future__ import annotations
 
@@ -11,12 +20,14 @@ import math
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QMessageBox, QPushButton,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 KIND_ROLE = Qt.ItemDataRole.UserRole          # "config" | "trace" | "run" on leaf items
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1      # the entity's name in the project
 SECTIONS = (("config", "Configurations"), ("trace", "Traces"), ("run", "Runs"))
+UNDO_MAX_BYTES = 64 << 20      # larger entities are deleted without an undo copy
 
 
 def run_summary_text(summary: dict[str, Any]) -> str:
@@ -48,10 +59,29 @@ def _run_summary(project: Any, run_id: str) -> dict[str, Any]:
             return {}
 
 
+class _EditCommand(QUndoCommand):
+    """One tree edit: ``do`` was already applied when pushed; undo / redo call the view."""
+
+    def __init__(self, view: "ProjectTreeView", text: str, do, undo) -> None:
+        super().__init__(text)
+        self._view, self._do, self._undo = view, do, undo
+        self._first = True
+
+    def redo(self) -> None:
+        if self._first:                   # pushed after the edit succeeded
+            self._first = False
+            return
+        self._view._run_edit(self._do)
+
+    def undo(self) -> None:
+        self._view._run_edit(self._undo)
+
+
 class ProjectTreeView(QWidget):
-    """A tree of Configurations / Traces / Runs with Rename, Delete and Duplicate."""
+    """A tree of Configurations / Traces / Runs with Rename, Delete, Duplicate and undo."""
 
     changed = Signal()          # the project was edited through this view
+    open_requested = Signal(str, str)     # kind, name: show this entity (double-click / Open)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -62,6 +92,9 @@ class ProjectTreeView(QWidget):
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._context_menu)
         self.tree.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.tree.itemDoubleClicked.connect(lambda item, _col: self._open_item(item))
+        self.undo_stack = QUndoStack(self)
+        self.undo_stack.setObjectName("projectUndoStack")
         self.rename_button = QPushButton("Rename…")
         self.rename_button.setObjectName("renameButton")
         self.rename_button.clicked.connect(self.rename_selected)
@@ -87,6 +120,7 @@ class ProjectTreeView(QWidget):
 
     def set_project(self, project: Any | None) -> None:
         self._project = project
+        self.undo_stack.clear()
         self.refresh()
 
     def refresh(self) -> None:
@@ -170,6 +204,67 @@ class ProjectTreeView(QWidget):
         self.changed.emit()
         return True
 
+    def _run_edit(self, fn) -> None:
+        """Undo / redo of one edit (errors are shown; the tree is refreshed either way)."""
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - e.g. the name was taken meanwhile
+            self._show_error(f"Cannot undo/redo: {exc}")
+        self.refresh()
+        self.changed.emit()
+
+    def _push(self, text: str, do, undo) -> None:
+        self.undo_stack.push(_EditCommand(self, text, do, undo))
+
+    def rename(self, kind: str, name: str, new: str) -> bool:
+        """Rename an entity (undoable)."""
+        p = self._project
+        if not self._apply(p.rename, kind, name, new):
+            return False
+        self._push(f"Rename {kind} {name} to {new}", lambda: p.rename(kind, name, new),
+                   lambda: p.rename(kind, new, name))
+        self.select(kind, new)
+        return True
+
+    def duplicate(self, kind: str, name: str, new: str) -> bool:
+        """Copy an entity under a new name (undoable)."""
+        p = self._project
+        if not self._apply(p.duplicate, kind, name, new):
+            return False
+        self._push(f"Duplicate {kind} {name}", lambda: p.duplicate(kind, name, new),
+                   lambda: p.delete(kind, new))
+        self.select(kind, new)
+        return True
+
+    def delete(self, kind: str, name: str) -> bool:
+        """Delete an entity (undoable unless it is larger than UNDO_MAX_BYTES)."""
+        p = self._project
+        try:
+            big = p.entity_nbytes(kind, name) > UNDO_MAX_BYTES
+        except Exception:  # noqa: BLE001 - let delete() report the problem
+            big = False
+        if big:
+            if not self._confirm(f"Delete {kind}", f"The {kind} '{name}' is too large to keep "
+                                 "a copy for undo. Delete it for good (and clear the undo "
+                                 "history)?"):
+                return False
+            ok = self._apply(p.delete, kind, name)
+            if ok:
+                self.undo_stack.clear()
+            return ok
+        held: dict[str, Any] = {}
+
+        def take() -> None:
+            held["copy"] = p.take_out(kind, name)
+
+        def put() -> None:
+            p.put_back(kind, name, held.pop("copy"))
+
+        if not self._apply(take):
+            return False
+        self._push(f"Delete {kind} {name}", take, put)
+        return True
+
     def rename_selected(self) -> bool:
         sel = self.selected()
         if sel is None or not self._editable():
@@ -178,10 +273,7 @@ class ProjectTreeView(QWidget):
         new = self._ask_text(f"Rename {kind}", "New name:", name)
         if not new or new == name:
             return False
-        ok = self._apply(self._project.rename, kind, name, new)
-        if ok:
-            self.select(kind, new)
-        return ok
+        return self.rename(kind, name, new)
 
     def duplicate_selected(self) -> bool:
         sel = self.selected()
@@ -195,27 +287,48 @@ class ProjectTreeView(QWidget):
         new = self._ask_text(f"Duplicate {kind}", "Name of the copy:", default)
         if not new:
             return False
-        ok = self._apply(self._project.duplicate, kind, name, new)
-        if ok:
-            self.select(kind, new)
-        return ok
+        return self.duplicate(kind, name, new)
 
     def delete_selected(self) -> bool:
         sel = self.selected()
         if sel is None or not self._editable():
             return False
         kind, name = sel
-        if not self._confirm(f"Delete {kind}", f"Delete the {kind} '{name}' from the project?"):
+        if not self._confirm(f"Delete {kind}", f"Delete the {kind} '{name}' from the project?"
+                             " (Edit > Undo brings it back.)"):
             return False
-        return self._apply(self._project.delete, kind, name)
+        return self.delete(kind, name)
+
+    def open_selected(self) -> bool:
+        """Show the selected run (or load the selected configuration)."""
+        sel = self.selected()
+        if sel is None or sel[0] not in ("run", "config"):
+            return False
+        self.open_requested.emit(*sel)
+        return True
+
+    def _open_item(self, item: QTreeWidgetItem) -> None:
+        if item is not None and item.data(0, KIND_ROLE) in ("run", "config"):
+            self.tree.setCurrentItem(item)
+            self.open_selected()
 
     def _context_menu(self, pos) -> None:
         item = self.tree.itemAt(pos)
-        if item is None or item.data(0, KIND_ROLE) is None or not self._editable():
+        if item is None or item.data(0, KIND_ROLE) is None:
             return
         self.tree.setCurrentItem(item)
+        menu = self.context_menu_for(item)
+        if not menu.isEmpty():
+            menu.exec(self.tree.viewport().mapToGlobal(pos))
+
+    def context_menu_for(self, item: QTreeWidgetItem) -> QMenu:
+        """The context menu of a leaf item: Open (runs, configs), Rename, Duplicate, Delete."""
         menu = QMenu(self)
-        menu.addAction("Rename…", self.rename_selected)
-        menu.addAction("Duplicate…", self.duplicate_selected)
-        menu.addAction("Delete", self.delete_selected)
-        menu.exec(self.tree.viewport().mapToGlobal(pos))
+        if item.data(0, KIND_ROLE) in ("run", "config"):
+            menu.addAction("Open", self.open_selected).setObjectName("actionOpenItem")
+        if self._editable():
+            menu.addAction("Rename…", self.rename_selected).setObjectName("actionRenameItem")
+            menu.addAction("Duplicate…", self.duplicate_selected).setObjectName(
+                "actionDuplicateItem")
+            menu.addAction("Delete", self.delete_selected).setObjectName("actionDeleteItem")
+        return menu

@@ -1,27 +1,46 @@
 """The simulation view: pick a memory and a trace, run it, watch the epochs, export the plots.
 
-Plots are updated in place (``setData`` / ``setImage``) by a ~30 Hz timer that draws the
-epochs received since the last tick, so a fast simulation never floods the GUI thread.
-The engine runs in a worker thread (``gui.workers``); nothing here imports the numba kernels
-until a run starts.
+Plots are updated in place (``setData`` / ``setImage``) by a 10 Hz timer (REFRESH_MS) that
+draws the epochs received since the last tick, so a fast simulation never floods the GUI thread; the
+epochs are kept in growing numpy buffers (:class:`EpochBuffer`), so a tick costs the same at
+the end of a long run as at its start.  The engine runs in a child process driven by a worker
+thread (``gui.workers``); nothing here imports the numba kernels.
+
+A finished run, or a run stored in a project (:meth:`SimulationView.show_record`), is shown as
+a :class:`gui.run_data.RunRecord`.  The "Compare" panel overlays stored runs of the open
+project on the hit-rate, bandwidth and latency plots (one pen each, with a legend) and lists
+their key figures beside the shown run's, with the difference in %.
+
+Every plot exports as PNG, SVG and CSV (:meth:`SimulationView.export`, or the Export menu).
 """
 from __future__ import annotations
 
-import csv
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QMessageBox, QProgressBar, QPushButton, QSpinBox,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout,
+                               QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QListWidget, QListWidgetItem, QMenu, QMessageBox, QProgressBar,
+                               QPushButton, QSpinBox, QSplitter, QTableWidget,
+                               QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
+
+from gui import plot_export
+from gui.run_data import KEY_FIGURES, RunRecord, key_figures, percent_difference
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_TRACE = REPO / "resources" / "traces" / "demo.trace"
-REFRESH_MS = 33            # ~30 Hz plot refresh
+REFRESH_MS = 100           # live redraw at 10 Hz: one repaint of the grid costs 40-130 ms
+MAX_HIST_BINS = 512        # the latency histogram is drawn with at most this many bins
 PLOTS = ("heatmap", "hit_rate", "bandwidth", "latency", "energy")
+OVERLAY_PLOTS = ("hit_rate", "bandwidth", "latency")
+#: Pens of the compared runs, in order (the shown run keeps its own colour per plot).
+OVERLAY_COLOURS = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                   "#bcbd22", "#17becf")
+RUN_ID_ROLE = Qt.ItemDataRole.UserRole
 
 
 def _preset_names() -> list[str]:
@@ -32,10 +51,13 @@ def _preset_names() -> list[str]:
         return []
 
 
-def trim_histogram(hist: np.ndarray, quantile: float = 0.999) -> tuple[np.ndarray, np.ndarray]:
+def trim_histogram(hist: np.ndarray, quantile: float = 0.999,
+                   max_bins: int = MAX_HIST_BINS) -> tuple[np.ndarray, np.ndarray]:
     """(bin edges, counts) of a per-cycle histogram, cut at ``quantile`` of its mass.
 
-    Leading empty bins are dropped too. An empty histogram gives empty arrays.
+    Leading empty bins are dropped too, and bins are merged (equal widths) so that at most
+    ``max_bins`` remain: a long tail of single-cycle bins costs a lot to draw.  An empty
+    histogram gives empty arrays.
     """
     hist = np.asarray(hist, dtype=np.float64).reshape(-1)
     total = hist.sum()
@@ -45,25 +67,81 @@ def trim_histogram(hist: np.ndarray, quantile: float = 0.999) -> tuple[np.ndarra
     hi = int(np.searchsorted(cum, quantile * total)) + 1
     lo = int(np.argmax(hist > 0))
     counts = hist[lo:hi]
-    edges = np.arange(lo, hi + 1, dtype=np.float64)
+    width = max(1, -(-counts.size // max_bins))           # ceil
+    if width > 1:
+        pad = (-counts.size) % width
+        counts = np.concatenate([counts, np.zeros(pad)]).reshape(-1, width).sum(axis=1)
+    edges = lo + width * np.arange(counts.size + 1, dtype=np.float64)
     return edges, counts
 
 
+class EpochBuffer:
+    """The epochs of a live run in growing numpy arrays (amortised O(1) per epoch)."""
+
+    SCALARS = ("end", "row_hit_rate", "bandwidth_GBps", "avg_read_latency")
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.n = 0
+        self._cap = 0
+        self._scalars = {k: np.zeros(0) for k in self.SCALARS}
+        self._util = np.zeros((0, 0))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def extend(self, records: list[dict]) -> None:
+        if not records:
+            return
+        need = self.n + len(records)
+        banks = int(np.asarray(records[0]["bank_utilisation"]).size)
+        if need > self._cap or self._util.shape[0] != banks:
+            cap = max(64, 2 * need)
+            for k, v in self._scalars.items():
+                grown = np.full(cap, np.nan)
+                grown[:self.n] = v[:self.n]
+                self._scalars[k] = grown
+            util = np.zeros((banks, cap))
+            if self._util.shape[0] == banks:
+                util[:, :self.n] = self._util[:, :self.n]
+            self._util = util
+            self._cap = cap
+        for i, r in enumerate(records, start=self.n):
+            for k in self.SCALARS:
+                self._scalars[k][i] = r[k]
+            self._util[:, i] = np.asarray(r["bank_utilisation"], np.float64).reshape(-1)
+        self.n = need
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {k: v[:self.n] for k, v in self._scalars.items()}
+        out["utilisation"] = self._util[:, :self.n]
+        return out
+
+
 class SimulationView(QWidget):
-    """Config + trace + epoch length, Start/Cancel, progress, and five live plots."""
+    """Config + trace + epoch length, Start/Cancel, progress, five live plots, comparison."""
 
     run_finished = Signal(object)        # Stats, after the worker thread was joined
     run_failed = Signal(str, str)        # message, traceback
     run_cancelled = Signal()
+    record_shown = Signal(object)        # RunRecord now on the plots (finished or stored run)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._run = None
         self._stats = None
         self._pending: list[dict] = []
-        self._epochs: list[dict] = []
+        self._epochs = EpochBuffer()
+        self.record: RunRecord | None = None
+        self._live_label = ""
+        self._project: Any = None
+        self.overlays: dict[str, RunRecord] = {}
+        self._overlay_items: dict[str, dict[str, Any]] = {}
         self._build_controls()
         self._build_plots()
+        self._build_compare()
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self._refresh)
@@ -109,10 +187,28 @@ class SimulationView(QWidget):
         form.addRow("Memory", self.config_combo)
         form.addRow("Trace", trace_row)
         form.addRow("Epoch", self.epoch_spin)
+        self.export_button = QToolButton()
+        self.export_button.setObjectName("exportButton")
+        self.export_button.setText("Export")
+        self.export_button.setToolTip("Export a plot as PNG, SVG or CSV")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.export_menu = QMenu(self.export_button)
+        titles = {"heatmap": "Bank utilisation", "hit_rate": "Row-buffer hit rate",
+                  "bandwidth": "Bandwidth", "latency": "Read latency", "energy": "Energy",
+                  None: "All plots", "comparison": "Comparison table"}
+        for plot, title in titles.items():
+            sub = self.export_menu.addMenu(title)
+            for fmt in (("csv",) if plot == "comparison" else plot_export.FORMATS):
+                action = sub.addAction(fmt.upper() + "…")
+                action.setObjectName(f"export_{plot or 'all'}_{fmt}")
+                action.triggered.connect(
+                    lambda _c=False, p=plot, f=fmt: self._export_interactive(p, f))
+        self.export_button.setMenu(self.export_menu)
         buttons = QHBoxLayout()
         buttons.addWidget(self.start_button)
         buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.progress_bar, 1)
+        buttons.addWidget(self.export_button)
         self._top = QVBoxLayout(self)
         self._top.addLayout(form)
         self._top.addLayout(buttons)
@@ -137,31 +233,72 @@ class SimulationView(QWidget):
         p = lay.addPlot(row=1, col=0, title="Row-buffer hit rate")
         p.setLabel("bottom", "cycle")
         p.setYRange(0.0, 1.0)
-        self.hit_rate_curve = p.plot([], [], pen=pg.mkPen("c", width=2))
+        self.legends: dict[str, pg.LegendItem] = {"hit_rate": p.addLegend(offset=(-5, 5))}
+        self.hit_rate_curve = p.plot([], [], pen=pg.mkPen("c", width=2), name="this run")
         self.plots["hit_rate"] = p
 
         p = lay.addPlot(row=1, col=1, title="Bandwidth (GB/s)")
         p.setLabel("bottom", "cycle")
-        self.bandwidth_curve = p.plot([], [], pen=pg.mkPen("y", width=2))
+        self.legends["bandwidth"] = p.addLegend(offset=(-5, 5))
+        self.bandwidth_curve = p.plot([], [], pen=pg.mkPen("y", width=2), name="this run")
         self.plots["bandwidth"] = p
 
-        p = lay.addPlot(row=2, col=0, title="Read latency (cycles, to 99.9th pct)")
+        p = lay.addPlot(row=2, col=0, title="Read latency (to 99.9th pct)")
         p.setLabel("bottom", "cycles")
         p.setLabel("left", "reads")
         self.latency_curve = pg.PlotDataItem([0.0, 1.0], [0.0], stepMode="center",
-                                             fillLevel=0, brush=(80, 160, 255, 120))
+                                             fillLevel=0, brush=(80, 160, 255, 120),
+                                             pen=pg.mkPen("#50a0ff", width=1),
+                                             skipFiniteCheck=True)
         self.latency_curve.setData([], [])
+        self.legends["latency"] = p.addLegend(offset=(-5, 5))
         p.addItem(self.latency_curve)
+        self.legends["latency"].addItem(self.latency_curve, "this run")
         self.plots["latency"] = p
 
         p = lay.addPlot(row=2, col=1, title="Energy by component (pJ)")
-        self.energy_bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush="m")
+        p.invertY(True)                     # horizontal bars, first component on top
+        self.energy_bars = pg.BarGraphItem(x0=[], y=[], height=[], width=[], brush="m")
         p.addItem(self.energy_bars)
         self.energy_labels: list[str] = []
         self.energy_values = np.zeros(0)
         self.plots["energy"] = p
 
-        self._top.addWidget(self.plot_widget, 1)
+        # fixed left-axis widths: otherwise every change of the tick labels' width while the
+        # curves grow re-lays out the whole grid (a full repaint of all five plots)
+        for name, p in self.plots.items():
+            p.getAxis("left").setWidth(62 if name == "energy" else 48)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("simulationSplitter")
+        self.splitter.addWidget(self.plot_widget)
+        self._top.addWidget(self.splitter, 1)
+
+    def _build_compare(self) -> None:
+        box = QGroupBox("Compare with stored runs")
+        box.setObjectName("compareBox")
+        self.compare_list = QListWidget()
+        self.compare_list.setObjectName("compareList")
+        self.compare_list.setToolTip("Tick runs of the open project to overlay them")
+        self.compare_list.itemChanged.connect(self._on_compare_item_changed)
+        self.compare_table = QTableWidget(len(KEY_FIGURES), 0)
+        self.compare_table.setObjectName("compareTable")
+        self.compare_table.setVerticalHeaderLabels(
+            [f"{label} ({unit})" if unit else label for _k, label, unit, _s in KEY_FIGURES])
+        self.compare_table.setMinimumWidth(360)      # figure, this run, one run and its Δ %
+        self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.compare_table.horizontalHeader().setSectionResizeMode(
+            QHeaderView.ResizeMode.ResizeToContents)
+        lay = QVBoxLayout(box)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(self.compare_list, 1)
+        lay.addWidget(self.compare_table, 1)
+        self.compare_box = box
+        self.splitter.addWidget(box)
+        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([900, 330])
+        self._update_compare_table()
 
     # ---------------------------------------------------------------- actions
     def _browse(self) -> None:
@@ -184,8 +321,7 @@ class SimulationView(QWidget):
             self._show_error("Choose a trace file first.", "")
             return
         try:
-            from engine.config import load_config
-            from engine.simulator import SimOptions
+            from engine.config import load_config      # light: no numba kernels here
             cfg = load_config(name)
         except Exception as exc:  # noqa: BLE001 - shown to the user
             import traceback
@@ -195,12 +331,14 @@ class SimulationView(QWidget):
         from gui.workers import start_simulation
 
         self._clear_plots()
-        options = SimOptions(epoch=int(self.epoch_spin.value()))
+        self._live_label = f"{name} · {Path(trace).name}"
+        # plain options: engine.simulator (numba) is imported by the simulation process only
+        options = {"epoch": int(self.epoch_spin.value())}
         self._set_running(True)
         self.status_label.setText(f"Simulating {Path(trace).name} on {name}…")
         self.progress_bar.setRange(0, 0)            # busy until the first epoch
         run = start_simulation(cfg, [trace], options, parent=self)
-        run.epoch.connect(self._on_epoch)
+        run.epochs.connect(self._on_epochs)
         run.progress.connect(self._on_progress)
         run.finished.connect(self._on_finished)
         run.failed.connect(self._on_failed)
@@ -238,8 +376,8 @@ class SimulationView(QWidget):
         self.progress_bar.setRange(0, 1000)
 
     # ---------------------------------------------------------------- worker signals
-    def _on_epoch(self, rec: dict) -> None:
-        self._pending.append(rec)          # drawn by the timer
+    def _on_epochs(self, records: list) -> None:
+        self._pending.extend(records)      # drawn by the timer
 
     def _on_progress(self, fraction: float) -> None:
         if fraction < 0:
@@ -252,16 +390,40 @@ class SimulationView(QWidget):
         self._stats = stats
         self._end_run()
         self.progress_bar.setValue(1000)
-        self._show_stats(stats)
-        s = stats.summary
-        self.status_label.setText(f"Done: {len(self._epochs)} epochs")
-        self.summary_label.setText(
-            f"cycles {int(s['num_cycles'])} · avg read latency "
-            f"{float(s['average_read_latency']):.1f} cycles · row-hit rate "
-            f"{100.0 * float(s['row_hit_rate']):.1f} % · bandwidth "
-            f"{float(s['average_bandwidth']):.2f} GB/s · energy "
-            f"{float(s['total_energy']):.3e} pJ")
+        # the plots now show the run's own epochs (as stored in a project; the last, partial
+        # epoch is closed only at the end and was never sent live)
+        record = RunRecord.from_stats(stats, self._live_label or "this run")
+        self.show_record(record)
+        self.status_label.setText(f"Done: {record.n_epochs} epochs")
         self.run_finished.emit(stats)
+
+    def show_record(self, record: RunRecord) -> None:
+        """Show a finished or stored run on every plot (nothing is simulated); not while a
+        run is in progress."""
+        if self._run is not None:
+            return
+        self._pending.clear()
+        self._epochs.clear()
+        self.record = record
+        self._draw_epochs(record.end, record.row_hit_rate, record.bandwidth_GBps,
+                          record.utilisation)
+        self._show_hist_and_energy(record)
+        s = record.summary
+
+        def num(key: str, scale: float = 1.0) -> float:
+            try:
+                return float(s[key]) * scale
+            except (KeyError, TypeError, ValueError):
+                return math.nan
+        self.summary_label.setText(
+            f"{record.label}: cycles {num('num_cycles'):.0f} · avg read latency "
+            f"{num('average_read_latency'):.1f} cycles · row-hit rate "
+            f"{num('row_hit_rate', 100.0):.1f} % · bandwidth "
+            f"{num('average_bandwidth'):.2f} GB/s · energy {num('total_energy'):.3e} pJ")
+        if record.run_id is not None and self._run is None:
+            self.status_label.setText(f"Stored run {record.run_id}: {record.n_epochs} epochs")
+        self._update_compare_table()
+        self.record_shown.emit(record)
 
     def _on_failed(self, message: str, details: str) -> None:
         self._end_run()
@@ -289,26 +451,34 @@ class SimulationView(QWidget):
         self._pending.clear()
         self._epochs.clear()
         self._stats = None
+        self.record = None
+        self._update_compare_table()
         self.heatmap.clear()
         self.hit_rate_curve.setData([], [])
         self.bandwidth_curve.setData([], [])
         self.latency_curve.setData([], [])
-        self.energy_bars.setOpts(x=[], height=[])
+        self.energy_bars.setOpts(x0=[], y=[], height=[], width=[])
         self.energy_labels = []
         self.energy_values = np.zeros(0)
         self.summary_label.setText("")
 
     def epoch_arrays(self) -> dict[str, np.ndarray]:
-        """The epochs drawn so far: end cycle, hit rate, bandwidth, latency, utilisation."""
-        e = self._epochs
-        return {
-            "end": np.array([r["end"] for r in e], dtype=np.float64),
-            "row_hit_rate": np.array([r["row_hit_rate"] for r in e], dtype=np.float64),
-            "bandwidth_GBps": np.array([r["bandwidth_GBps"] for r in e], dtype=np.float64),
-            "avg_read_latency": np.array([r["avg_read_latency"] for r in e], dtype=np.float64),
-            "utilisation": (np.stack([r["bank_utilisation"] for r in e], axis=1) if e
-                            else np.zeros((0, 0))),
-        }
+        """The epochs on the plots: end cycle, hit rate, bandwidth, latency, utilisation."""
+        if self.record is not None and self._run is None:
+            r = self.record
+            return {"end": r.end, "row_hit_rate": r.row_hit_rate,
+                    "bandwidth_GBps": r.bandwidth_GBps, "avg_read_latency": r.avg_read_latency,
+                    "utilisation": r.utilisation}
+        return self._epochs.arrays()
+
+    def _draw_epochs(self, end: np.ndarray, hit: np.ndarray, bw: np.ndarray,
+                     util: np.ndarray) -> None:
+        if util.size:
+            self.heatmap.setImage(util, autoLevels=False, levels=(0.0, 1.0))
+        else:
+            self.heatmap.clear()
+        self.hit_rate_curve.setData(end, hit, connect="finite")
+        self.bandwidth_curve.setData(end, bw, connect="finite")
 
     def _refresh(self) -> None:
         """Timer tick: draw the epochs that arrived since the last tick, in place."""
@@ -316,47 +486,204 @@ class SimulationView(QWidget):
             return
         self._epochs.extend(self._pending)
         self._pending.clear()
-        a = self.epoch_arrays()
-        self.heatmap.setImage(a["utilisation"], autoLevels=False, levels=(0.0, 1.0))
-        self.hit_rate_curve.setData(a["end"], a["row_hit_rate"], connect="finite")
-        self.bandwidth_curve.setData(a["end"], a["bandwidth_GBps"])
+        a = self._epochs.arrays()
+        self._draw_epochs(a["end"], a["row_hit_rate"], a["bandwidth_GBps"], a["utilisation"])
 
-    def _show_stats(self, stats: Any) -> None:
-        edges, counts = trim_histogram(stats.read_latency_hist)
+    def _show_hist_and_energy(self, record: RunRecord) -> None:
+        edges, counts = trim_histogram(record.read_latency_hist)
         self.latency_curve.setData(edges, counts, stepMode="center")
+        s = record.summary
         try:
             from engine.power import COMPONENTS
-            comp = stats.energy.components_pJ
-            items = [(k, float(comp[k])) for k in COMPONENTS if k in comp]
-        except Exception:  # noqa: BLE001 - fall back on the summary's causes
-            items = [(k, float(v)) for k, v in stats.summary.get("energy_by_cause", {}).items()]
+        except Exception:  # noqa: BLE001 - the engine's names, if it cannot be imported
+            COMPONENTS = ("act", "read", "write", "ref", "refb", "act_stb", "pre_stb", "sref",
+                          "io_read", "io_write")
+        items = [(k, float(s[f"{k}_energy"])) for k in COMPONENTS if f"{k}_energy" in s]
+        if not items:
+            items = [(k, float(v)) for k, v in s.get("energy_by_cause", {}).items()]
         self.energy_labels = [k for k, _ in items]
         self.energy_values = np.array([v for _, v in items], dtype=np.float64)
         x = np.arange(len(items), dtype=np.float64)
-        self.energy_bars.setOpts(x=x, height=self.energy_values, width=0.7)
-        axis = self.plots["energy"].getAxis("bottom")
+        # horizontal bars: the component names sit on the left axis, where they do not overlap
+        self.energy_bars.setOpts(x0=np.zeros(len(items)), y=x, width=self.energy_values,
+                                 height=np.full(len(items), 0.7))
+        axis = self.plots["energy"].getAxis("left")
         axis.setTicks([list(zip(x.tolist(), self.energy_labels))])
+
+    # ---------------------------------------------------------------- comparison
+    def set_project(self, project: Any | None) -> None:
+        """The project whose stored runs the Compare panel offers (None: no project)."""
+        self._project = project
+        for rid in list(self.overlays):
+            self.remove_overlay(rid)
+        self.refresh_runs()
+
+    def refresh_runs(self) -> None:
+        """Re-read the project's runs into the Compare list (ticks kept where still there)."""
+        p = self._project
+        self.compare_list.blockSignals(True)
+        self.compare_list.clear()
+        runs: list[str] = []
+        if p is not None and not getattr(p, "closed", False):
+            try:
+                runs = list(p.runs())
+            except Exception:  # noqa: BLE001 - a broken project offers nothing to compare
+                runs = []
+        for rid in runs:
+            item = QListWidgetItem(rid)
+            item.setData(RUN_ID_ROLE, rid)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if rid in self.overlays
+                               else Qt.CheckState.Unchecked)
+            self.compare_list.addItem(item)
+        self.compare_list.blockSignals(False)
+        for rid in list(self.overlays):
+            if rid not in runs:
+                self.remove_overlay(rid)
+
+    def compare_item(self, run_id: str) -> QListWidgetItem | None:
+        for i in range(self.compare_list.count()):
+            item = self.compare_list.item(i)
+            if item.data(RUN_ID_ROLE) == run_id:
+                return item
+        return None
+
+    def _on_compare_item_changed(self, item: QListWidgetItem) -> None:
+        rid = item.data(RUN_ID_ROLE)
+        if item.checkState() == Qt.CheckState.Checked:
+            if rid not in self.overlays:
+                try:
+                    self.add_overlay(RunRecord.from_project(self._project, rid))
+                except Exception as exc:  # noqa: BLE001 - a corrupt run: say so, untick it
+                    import traceback
+                    self.compare_list.blockSignals(True)
+                    item.setCheckState(Qt.CheckState.Unchecked)
+                    self.compare_list.blockSignals(False)
+                    self._show_error(f"Cannot read run {rid}: {exc}", traceback.format_exc())
+        else:
+            self.remove_overlay(rid)
+
+    def add_overlay(self, record: RunRecord) -> None:
+        """Overlay a run on the hit-rate, bandwidth and latency plots (its key is run_id or
+        its label) and add it to the comparison table."""
+        key = record.run_id or record.label
+        if key in self.overlays:
+            self.remove_overlay(key)
+        used = {i["colour"] for i in self._overlay_items.values()}
+        colour = next((c for c in OVERLAY_COLOURS if c not in used),
+                      OVERLAY_COLOURS[len(self.overlays) % len(OVERLAY_COLOURS)])
+        pen = pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine)
+        name = key
+        items: dict[str, Any] = {"colour": colour}
+        items["hit_rate"] = self.plots["hit_rate"].plot(
+            record.end, record.row_hit_rate, pen=pen, name=name, connect="finite")
+        items["bandwidth"] = self.plots["bandwidth"].plot(
+            record.end, record.bandwidth_GBps, pen=pen, name=name, connect="finite")
+        edges, counts = trim_histogram(record.read_latency_hist)
+        lat = pg.PlotDataItem(pen=pg.mkPen(colour, width=2))
+        lat.setData(edges, counts, stepMode="center")
+        self.plots["latency"].addItem(lat)
+        self.legends["latency"].addItem(lat, name)
+        items["latency"] = lat
+        self.overlays[key] = record
+        self._overlay_items[key] = items
+        self._update_compare_table()
+
+    def remove_overlay(self, key: str) -> None:
+        items = self._overlay_items.pop(key, None)
+        self.overlays.pop(key, None)
+        if items is not None:
+            for plot in OVERLAY_PLOTS:
+                self.legends[plot].removeItem(items[plot])
+                self.plots[plot].removeItem(items[plot])
+        item = self.compare_item(key)
+        if item is not None and item.checkState() == Qt.CheckState.Checked:
+            self.compare_list.blockSignals(True)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            self.compare_list.blockSignals(False)
+        self._update_compare_table()
+
+    def overlay_pen_colours(self) -> dict[str, str]:
+        """The pen colour of each overlaid run."""
+        return {k: v["colour"] for k, v in self._overlay_items.items()}
+
+    def comparison(self) -> tuple[list[str], list[list[Any]]]:
+        """(header, rows) of the comparison table: one row per key figure; the shown run's
+        value, then each overlaid run's value and its difference from the shown run in %."""
+        runs = ([("shown", self.record)] if self.record is not None else []) + \
+            list(self.overlays.items())
+        header = ["figure"]
+        for key, rec in runs:
+            header.append(rec.label if key == "shown" else key)
+            if key != "shown" and self.record is not None:
+                header.append(f"{key} diff %")
+        figs = [(key, key_figures(rec)) for key, rec in runs]
+        base = key_figures(self.record) if self.record is not None else None
+        rows = []
+        for key, label, unit, _scale in KEY_FIGURES:
+            row: list[Any] = [f"{label} ({unit})" if unit else label]
+            for rkey, f in figs:
+                row.append(f[key])
+                if rkey != "shown" and base is not None:
+                    row.append(percent_difference(f[key], base[key]))
+            rows.append(row)
+        return header, rows
+
+    def _update_compare_table(self) -> None:
+        header, rows = self.comparison()
+        t = self.compare_table
+        t.setColumnCount(len(header) - 1)
+        # short column titles on screen (the CSV export has the full ones)
+        short = ["this run" if i == 0 and self.record is not None
+                 else ("Δ %" if h.endswith(" diff %") else h) for i, h in enumerate(header[1:])]
+        t.setHorizontalHeaderLabels(short)
+        for c, h in enumerate(header[1:]):
+            t.horizontalHeaderItem(c).setToolTip(h)
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row[1:]):
+                diff = header[c + 1].endswith(" diff %")
+                if isinstance(value, float) and math.isnan(value):
+                    text = "n/a"
+                elif diff:
+                    text = f"{value:+.1f} %"
+                elif abs(value) >= 1e6:
+                    text = f"{value:.4g}"
+                else:
+                    text = f"{value:,.2f}" if value != int(value) else f"{int(value):,}"
+                cell = QTableWidgetItem(text)
+                cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                t.setItem(r, c, cell)
 
     # ---------------------------------------------------------------- export
     def plot_data(self, plot: str) -> tuple[list[str], list[list[Any]]]:
-        """(header, rows) of the data one plot shows, as written by :meth:`export_csv`."""
+        """(header, rows) of the data one plot shows (with its overlays), as written by
+        :meth:`export_csv`; ``"comparison"`` gives the comparison table."""
+        if plot == "comparison":
+            return self.comparison()
         if plot == "heatmap":
             util = self.epoch_arrays()["utilisation"]
             rows = [[b, e, float(util[b, e])] for b in range(util.shape[0])
                     for e in range(util.shape[1])]
             return ["bank", "epoch", "utilisation"], rows
-        if plot in ("hit_rate", "bandwidth"):
-            curve = self.hit_rate_curve if plot == "hit_rate" else self.bandwidth_curve
-            x, y = curve.getData()
-            x = [] if x is None else x
-            y = [] if y is None else y
-            name = "row_hit_rate" if plot == "hit_rate" else "bandwidth_GBps"
-            return ["cycle", name], [[float(a), float(b)] for a, b in zip(x, y)]
-        if plot == "latency":
-            x, y = self.latency_curve.getData()
-            if x is None or len(x) == 0:
-                return ["latency_cycles", "reads"], []
-            return ["latency_cycles", "reads"], [[int(a), float(b)] for a, b in zip(x, y)]
+        if plot in ("hit_rate", "bandwidth", "latency"):
+            name = {"hit_rate": "row_hit_rate", "bandwidth": "bandwidth_GBps",
+                    "latency": "reads"}[plot]
+            xname = "latency_cycles" if plot == "latency" else "cycle"
+            curves = [("", {"hit_rate": self.hit_rate_curve, "bandwidth": self.bandwidth_curve,
+                            "latency": self.latency_curve}[plot])]
+            curves += [(k, items[plot]) for k, items in self._overlay_items.items()]
+            header = [xname, name] if len(curves) == 1 else ["run", xname, name]
+            rows = []
+            for key, curve in curves:
+                x, y = curve.getData()
+                if x is None or y is None:
+                    continue
+                for a, b in zip(x, y):
+                    xv = int(a) if plot == "latency" else float(a)
+                    rows.append([xv, float(b)] if len(curves) == 1 else
+                                [key or (self.record.label if self.record else "this run"),
+                                 xv, float(b)])
+            return header, rows
         if plot == "energy":
             return (["component", "energy_pJ"],
                     [[k, float(v)] for k, v in zip(self.energy_labels, self.energy_values)])
@@ -364,21 +691,27 @@ class SimulationView(QWidget):
 
     def export_csv(self, path: str | Path, plot: str | None = None) -> Path:
         """Write one plot's data (``plot`` in PLOTS), or all of them in long form, as CSV."""
-        path = Path(path)
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            if plot is not None:
-                header, rows = self.plot_data(plot)
-                w.writerow(header)
-                w.writerows(rows)
-            else:
-                w.writerow(["plot", "x", "y", "value"])
-                for name in PLOTS:
-                    header, rows = self.plot_data(name)
-                    for r in rows:
-                        r = list(r) + [""] * (3 - len(r))
-                        w.writerow([name] + r)
-        return path
+        if plot is not None:
+            header, rows = self.plot_data(plot)
+            return plot_export.write_csv(path, header, rows)
+        out = []
+        for name in PLOTS:
+            _header, rows = self.plot_data(name)
+            for r in rows:
+                r = list(r)[-3:] if len(r) > 3 else list(r)
+                out.append([name] + r + [""] * (3 - len(r)))
+        return plot_export.write_csv(path, ["plot", "x", "y", "value"], out)
+
+    def _source_rect(self, plot: str | None):
+        from PySide6.QtCore import QRectF
+
+        if plot is None:
+            scene = self.plot_widget.scene()
+            return (scene.itemsBoundingRect() if self.plot_widget.width() <= 0 else
+                    QRectF(self.plot_widget.viewport().rect()))
+        if plot in self.plots:
+            return self.plots[plot].sceneBoundingRect()
+        raise ValueError(f"unknown plot '{plot}'; expected one of {', '.join(PLOTS)}")
 
     def export_png(self, path: str | Path, plot: str | None = None, scale: float = 2.0) -> Path:
         """Render one plot (``plot`` in PLOTS), or the whole plot grid, to a PNG file.
@@ -386,28 +719,40 @@ class SimulationView(QWidget):
         The plot's scene region is painted into a QImage (``scale`` x its on-screen size), so a
         plot that was never laid out still exports at a sensible size.
         """
-        from PySide6.QtCore import QRectF
-        from PySide6.QtGui import QColor, QImage, QPainter
+        return plot_export.render_png(self.plot_widget.scene(), self._source_rect(plot),
+                                      path, scale)
 
-        path = Path(path)
-        scene = self.plot_widget.scene()
-        if plot is None:
-            source = scene.itemsBoundingRect() if self.plot_widget.width() <= 0 else \
-                QRectF(self.plot_widget.viewport().rect())
-        elif plot in self.plots:
-            source = self.plots[plot].sceneBoundingRect()
-        else:
-            raise ValueError(f"unknown plot '{plot}'; expected one of {', '.join(PLOTS)}")
-        w = max(1, int(round(source.width() * scale)))
-        h = max(1, int(round(source.height() * scale)))
-        image = QImage(w, h, QImage.Format.Format_ARGB32)
-        image.fill(QColor("black"))
-        painter = QPainter(image)
+    def export_svg(self, path: str | Path, plot: str | None = None) -> Path:
+        """Render one plot (``plot`` in PLOTS), or the whole plot grid, to an SVG file."""
+        return plot_export.render_svg(self.plot_widget.scene(), self._source_rect(plot), path,
+                                      title=f"DiffMem Studio: {plot or 'simulation'}")
+
+    def export(self, path: str | Path, plot: str | None = None, fmt: str | None = None) -> Path:
+        """Export one plot (or all, or ``"comparison"`` as CSV) in the format of ``fmt`` or
+        of the file's suffix: png, svg or csv."""
+        kind = plot_export.format_for(path, fmt)
+        if kind == "csv":
+            return self.export_csv(path, plot)
+        if plot == "comparison":
+            raise ValueError("the comparison table exports as CSV only")
+        return self.export_png(path, plot) if kind == "png" else self.export_svg(path, plot)
+
+    def _ask_export_path(self, plot: str | None, fmt: str) -> str | None:
+        """A save dialog for an export (tests monkeypatch this)."""
+        name = f"{plot or 'simulation'}.{fmt}"
+        path, _ = QFileDialog.getSaveFileName(self, "Export", name,
+                                              f"{fmt.upper()} (*.{fmt});;All files (*)")
+        return path or None
+
+    def _export_interactive(self, plot: str | None, fmt: str) -> Path | None:
+        path = self._ask_export_path(plot, fmt)
+        if not path:
+            return None
+        if not Path(path).suffix:
+            path = f"{path}.{fmt}"
         try:
-            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-            scene.render(painter, QRectF(0, 0, w, h), source)
-        finally:
-            painter.end()
-        if not image.save(str(path), "PNG"):
-            raise OSError(f"{path}: could not write the PNG")
-        return path
+            return self.export(path, plot, fmt)
+        except Exception as exc:  # noqa: BLE001 - OSError and friends, shown to the user
+            import traceback
+            self._show_error(f"Cannot export to {path}: {exc}", traceback.format_exc())
+            return None

@@ -1,0 +1,368 @@
+"""Worker threads of the optimiser view: a search (``optimizer.methods.optimize``) and a DRAM
+co-simulation of its schedule (``optimizer.cosim.cosimulate``).
+
+    run = start_optimization(OptimizerJob("resnet18", "large", ("random",), evaluations=200))
+    run.progress.connect(view.on_points)     # list of progress dicts, at most ~20 batches/s
+    run.result.connect(view.on_result)       # OptimizerOutcome, one per method that finished
+    run.finished.connect(view.on_done)       # list of OptimizerOutcome, after the join
+    run.failed.connect(view.on_failed)       # (message, traceback), after the join
+    run.cancelled.connect(view.on_cancelled) # after the join
+    run.cancel()                             # thread-safe; the methods check it every step
+
+The search runs in a QThread of the GUI process: torch is imported there, when the first run
+starts (never at window start-up).  The co-simulation runs the numba engine, whose kernel holds
+the GIL for each call, so it runs in a child process (:mod:`gui.cosim_process`, the same reason
+as :mod:`gui.sim_process`); its thread only relays messages, and a cancel terminates the child.
+
+As in :mod:`gui.workers`, the outcome is kept on the worker and re-emitted from
+``QThread.finished`` after ``QThread.wait()``: no "done" signal arrives while the thread runs.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+EMIT_EVERY_S = 0.05          # progress batches at most 20 times a second
+POLL_S = 0.02                # the co-simulation thread's look at the pipe and the cancel flag
+JOIN_S = 5.0
+
+_ACTIVE: set[QObject] = set()   # runs whose thread has not been joined yet (kept alive here)
+
+
+def active_optimizer_runs() -> list[QObject]:
+    """The optimiser and co-simulation runs whose thread has not finished and been joined."""
+    return list(_ACTIVE)
+
+
+@dataclass
+class OptimizerJob:
+    """What to optimise: a network (built-in name or .json path), a hardware (name or .toml
+    path), the methods to run one after another with the same budget and seed."""
+
+    network: str
+    hardware: str
+    methods: Sequence[str] = ("fadiff",)
+    evaluations: int | None = 1000
+    seconds: float | None = None
+    seed: int = 0
+
+
+@dataclass
+class OptimizerOutcome:
+    """One finished search: the schedule file's content and the objects a co-simulation
+    needs (the network, the schedule and the hardware; no torch objects)."""
+
+    method: str
+    seed: int
+    network: str
+    hardware: str
+    schedule: dict[str, Any]                 # optimizer.methods.schedule_json
+    history: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+    evaluations: int = 0
+    net: Any = None                          # optimizer.workload.Network
+    hw: Any = None                           # optimizer.hardware.GemminiHardware
+    mapping: Any = None                      # optimizer.mapping.Schedule
+
+    @property
+    def edp(self) -> float:
+        return float(self.schedule["edp"])
+
+    @property
+    def energy_pj(self) -> float:
+        return float(self.schedule["energy_pj"])
+
+    @property
+    def latency_cycles(self) -> float:
+        return float(self.schedule["latency_cycles"])
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.schedule["valid"])
+
+
+def progress_dict(p: Any) -> dict[str, Any]:
+    """A plain dict of an ``optimizer.search.Progress`` (inf best EDP becomes NaN)."""
+    best = float(p.best_edp)
+    return {"method": p.method, "step": int(p.step), "evaluations": int(p.evaluations),
+            "elapsed_s": float(p.elapsed_s), "loss": float(p.loss), "edp": float(p.edp),
+            "best_edp": best if math.isfinite(best) else math.nan, "tau": float(p.tau),
+            "violation": float(p.violation), "fused": float(p.fused)}
+
+
+class OptimizerWorker(QObject):
+    """Runs the job's methods in the thread it was moved to (signals from that thread)."""
+
+    progress = Signal(list)
+    result = Signal(object)
+    ended = Signal()
+
+    def __init__(self, job: OptimizerJob) -> None:
+        super().__init__()
+        self.job = job
+        self._cancel = threading.Event()
+        self._pending: list[dict[str, Any]] = []
+        self._last_emit = 0.0
+        # ("finished", [outcomes]) | ("failed", (msg, tb)) | ("cancelled", [outcomes so far])
+        self.box: dict[str, Any] = {}
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def is_cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _on_progress(self, p: Any) -> None:
+        self._pending.append(progress_dict(p))
+        now = time.monotonic()
+        if now - self._last_emit >= EMIT_EVERY_S:
+            self._flush(now)
+
+    def _flush(self, now: float | None = None) -> None:
+        if self._pending:
+            self.progress.emit(self._pending)
+            self._pending = []
+        self._last_emit = time.monotonic() if now is None else now
+
+    @Slot()
+    def run(self) -> None:
+        done: list[OptimizerOutcome] = []
+        try:
+            done = self._optimize(done)
+            outcome: tuple[str, Any] = ("finished", done)
+        except BaseException as exc:  # noqa: BLE001 - reported to the GUI, never lost
+            from optimizer.errors import OptimizationCancelled
+            if isinstance(exc, OptimizationCancelled) or self._cancel.is_set():
+                outcome = ("cancelled", done)
+            else:
+                outcome = ("failed", (str(exc) or type(exc).__name__, traceback.format_exc()))
+        self._flush()
+        self.box["outcome"] = outcome
+        self.ended.emit()
+
+    def _optimize(self, done: list[OptimizerOutcome]) -> list[OptimizerOutcome]:
+        # torch is imported here, in the worker thread, by the first run
+        from optimizer.errors import OptimizationCancelled
+        from optimizer.hardware import load_hardware
+        from optimizer.methods import get_method, optimize, schedule_json
+        from optimizer.search import Budget
+        from optimizer.workload import load_network
+
+        job = self.job
+        net = load_network(job.network)
+        hw = load_hardware(job.hardware)
+        budget = Budget(evaluations=job.evaluations, seconds=job.seconds)
+        for m in job.methods:
+            get_method(m)                    # an unknown method fails before any run
+        for m in job.methods:
+            if self._cancel.is_set():
+                raise OptimizationCancelled("cancelled between methods")
+            res, space = optimize(net, hw, m, budget, job.seed, self._on_progress,
+                                  self._cancel.is_set)
+            self._flush()
+            sched = schedule_json(res, space)
+            out = OptimizerOutcome(m, job.seed, net.name, hw.name, sched,
+                                   [progress_dict(p) for p in res.history], res.wall_s,
+                                   res.evaluations, net, hw, res.schedule)
+            done.append(out)
+            self.result.emit(out)
+        return done
+
+
+class OptimizerRun(QObject):
+    """Owns one optimiser worker and its QThread; outcome signals come after the join."""
+
+    progress = Signal(list)
+    result = Signal(object)
+    finished = Signal(list)
+    failed = Signal(str, str)
+    cancelled = Signal(list)
+    done = Signal()
+
+    def __init__(self, job: OptimizerJob, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.job = job
+        self.thread = QThread()
+        self.thread.setObjectName("OptimizerThread")
+        self.worker = OptimizerWorker(job)
+        self.worker.moveToThread(self.thread)
+        self._box = self.worker.box
+        self.running = False
+        self.cancel_requested_at: float | None = None
+        self.worker.progress.connect(self.progress)
+        self.worker.result.connect(self.result)
+        self.thread.started.connect(self.worker.run)
+        self.worker.ended.connect(self.thread.quit)
+        self.thread.finished.connect(self._on_thread_finished)
+        self.thread.finished.connect(self.worker.deleteLater)
+
+    def start(self) -> None:
+        _ACTIVE.add(self)
+        self.running = True
+        self.thread.start()
+
+    def cancel(self) -> None:
+        if self.cancel_requested_at is None:
+            self.cancel_requested_at = time.monotonic()
+        self.worker.cancel()
+
+    def wait(self, timeout_ms: int = 30000) -> bool:
+        return bool(self.thread.wait(timeout_ms))
+
+    @Slot()
+    def _on_thread_finished(self) -> None:
+        self.thread.wait()
+        outcome = self._box.get("outcome", ("failed", ("worker ended without a result", "")))
+        self.running = False
+        _ACTIVE.discard(self)
+        self.thread.deleteLater()
+        kind, value = outcome
+        if kind == "finished":
+            self.finished.emit(value)
+        elif kind == "failed":
+            self.failed.emit(*value)
+        else:
+            self.cancelled.emit(value)
+        self.done.emit()
+
+
+def start_optimization(job: OptimizerJob, parent: QObject | None = None) -> OptimizerRun:
+    """Start ``job`` in a new QThread; returns the started run."""
+    run = OptimizerRun(job, parent)
+    run.start()
+    return run
+
+
+# ---- co-simulation ---------------------------------------------------------------------------
+class CosimWorker(QObject):
+    """Starts the co-simulation child process and relays its messages."""
+
+    progress = Signal(str)           # the layer being simulated
+    ended = Signal()
+
+    def __init__(self, outcome: OptimizerOutcome, memory: str, layout: str = "nhwc",
+                 placement: str = "packed", bins: int = 200) -> None:
+        super().__init__()
+        self.args = (outcome.net, outcome.mapping, outcome.hw, memory, layout, placement, bins)
+        self._cancel = threading.Event()
+        self.box: dict[str, Any] = {}
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            outcome = self._cosimulate()
+        except BaseException as exc:  # noqa: BLE001 - reported to the GUI
+            outcome = ("failed", (str(exc) or type(exc).__name__, traceback.format_exc()))
+        self.box["outcome"] = outcome
+        self.ended.emit()
+
+    def _cosimulate(self) -> tuple[str, Any]:
+        import multiprocessing as mp
+
+        from gui.cosim_process import cosim_in_child
+
+        if self._cancel.is_set():
+            return ("cancelled", None)
+        ctx = mp.get_context("spawn")        # never fork a process that runs Qt threads
+        receive, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=cosim_in_child, name="diffmem-cosim", daemon=True,
+                           args=(*self.args, send))
+        proc.start()
+        send.close()
+        try:
+            while True:
+                if self._cancel.is_set():
+                    return ("cancelled", None)      # the child is terminated below
+                if not receive.poll(POLL_S):
+                    if not proc.is_alive() and not receive.poll(0):
+                        return ("failed", ("the co-simulation process ended without a result "
+                                           f"(exit code {proc.exitcode})", ""))
+                    continue
+                try:
+                    msg = receive.recv()
+                except EOFError:
+                    proc.join(JOIN_S)
+                    return ("failed", ("the co-simulation process ended without a result "
+                                       f"(exit code {proc.exitcode})", ""))
+                if msg[0] == "layer":
+                    self.progress.emit(msg[1])
+                elif msg[0] == "finished":
+                    return ("finished", msg[1])
+                else:
+                    return ("failed", (msg[1], msg[2]))
+        finally:
+            receive.close()
+            proc.join(0.05)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(JOIN_S)
+
+
+class CosimRun(QObject):
+    """Owns one co-simulation worker and its thread; outcome signals come after the join."""
+
+    progress = Signal(str)
+    finished = Signal(dict)          # see gui.cosim_process.cosim_payload
+    failed = Signal(str, str)
+    cancelled = Signal()
+    done = Signal()
+
+    def __init__(self, outcome: OptimizerOutcome, memory: str, parent: QObject | None = None,
+                 **kw: Any) -> None:
+        super().__init__(parent)
+        self.thread = QThread()
+        self.thread.setObjectName("CosimThread")
+        self.worker = CosimWorker(outcome, memory, **kw)
+        self.worker.moveToThread(self.thread)
+        self._box = self.worker.box
+        self.running = False
+        self.worker.progress.connect(self.progress)
+        self.thread.started.connect(self.worker.run)
+        self.worker.ended.connect(self.thread.quit)
+        self.thread.finished.connect(self._on_thread_finished)
+        self.thread.finished.connect(self.worker.deleteLater)
+
+    def start(self) -> None:
+        _ACTIVE.add(self)
+        self.running = True
+        self.thread.start()
+
+    def cancel(self) -> None:
+        self.worker.cancel()
+
+    def wait(self, timeout_ms: int = 30000) -> bool:
+        return bool(self.thread.wait(timeout_ms))
+
+    @Slot()
+    def _on_thread_finished(self) -> None:
+        self.thread.wait()
+        kind, value = self._box.get("outcome", ("failed", ("worker ended without a result",
+                                                           "")))
+        self.running = False
+        _ACTIVE.discard(self)
+        self.thread.deleteLater()
+        if kind == "finished":
+            self.finished.emit(value)
+        elif kind == "failed":
+            self.failed.emit(*value)
+        else:
+            self.cancelled.emit()
+        self.done.emit()
+
+
+def start_cosimulation(outcome: OptimizerOutcome, memory: str, parent: QObject | None = None,
+                       **kw: Any) -> CosimRun:
+    """Co-simulate ``outcome``'s schedule on ``memory`` (a preset name, ``NAME-<n>ch``, or a
+    .toml/.ini path) in a child process driven by a new QThread; returns the started run."""
+    run = CosimRun(outcome, memory, parent, **kw)
+    run.start()
+    return run

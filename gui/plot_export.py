@@ -1,0 +1,111 @@
+"""Export of plots: PNG and SVG pictures of a region of a QGraphicsScene, and CSV tables.
+
+Every file is written atomically (a temporary file in the same folder, then ``os.replace``).
+
+SVG is written with Qt's own ``QSvgGenerator`` rather than pyqtgraph's ``SVGExporter``: with
+Qt 6.12 that exporter fails on every plot, because Qt now closes rectangle paths with ``Z``
+and pyqtgraph 0.14 cannot parse that (pyqtgraph issue #3495).  Curves, bars and text stay
+vectors; images (the heatmap) are embedded as pictures.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from PySide6.QtCore import QRectF, QSize
+from PySide6.QtGui import QColor, QImage, QPainter
+
+from engine.fileio import atomic_write_text
+
+FORMATS = ("png", "svg", "csv")
+BACKGROUND = "black"
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` on a temporary file next to ``path`` and move it onto ``path``."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp",
+                                dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)        # mkstemp made it 0600
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return path
+
+
+def render_png(scene: Any, source: QRectF, path: str | Path, scale: float = 2.0) -> Path:
+    """Paint ``source`` (scene coordinates) into a PNG ``scale`` times its size."""
+    w = max(1, int(round(source.width() * scale)))
+    h = max(1, int(round(source.height() * scale)))
+    image = QImage(w, h, QImage.Format.Format_ARGB32)
+    image.fill(QColor(BACKGROUND))
+    painter = QPainter(image)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        scene.render(painter, QRectF(0, 0, w, h), source)
+    finally:
+        painter.end()
+
+    def write(tmp: Path) -> None:
+        if not image.save(str(tmp), "PNG"):
+            raise OSError(f"{path}: could not write the PNG")
+    return _atomic(Path(path), write)
+
+
+def render_svg(scene: Any, source: QRectF, path: str | Path, title: str = "") -> Path:
+    """Paint ``source`` (scene coordinates) into an SVG file of the same size."""
+    from PySide6.QtSvg import QSvgGenerator
+
+    w = max(1, int(round(source.width())))
+    h = max(1, int(round(source.height())))
+
+    def write(tmp: Path) -> None:
+        gen = QSvgGenerator()
+        gen.setFileName(str(tmp))
+        gen.setSize(QSize(w, h))
+        gen.setViewBox(QRectF(0, 0, w, h))
+        gen.setTitle(title or Path(path).stem)
+        gen.setDescription("DiffMem Studio plot")
+        painter = QPainter()
+        if not painter.begin(gen):
+            raise OSError(f"{path}: could not start the SVG")
+        try:
+            painter.fillRect(QRectF(0, 0, w, h), QColor(BACKGROUND))
+            scene.render(painter, QRectF(0, 0, w, h), source)
+        finally:
+            painter.end()
+        if tmp.stat().st_size == 0:
+            raise OSError(f"{path}: the SVG came out empty")
+    return _atomic(Path(path), write)
+
+
+def write_csv(path: str | Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> Path:
+    """Write a header and rows as CSV."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(list(header))
+    w.writerows(rows)
+    atomic_write_text(path, buf.getvalue())
+    return Path(path)
+
+
+def format_for(path: str | Path, fmt: str | None = None) -> str:
+    """The export format named by ``fmt`` or by the file's suffix (png, svg or csv)."""
+    kind = (fmt or Path(path).suffix.lstrip(".")).lower()
+    if kind not in FORMATS:
+        raise ValueError(f"{path}: unknown export format {kind!r}; expected one of "
+                         f"{', '.join(FORMATS)}")
+    return kind

@@ -1,0 +1,1 @@
+"""Reusable pyqtgraph plot items of the GUI (no engine or optimiser imports)."""

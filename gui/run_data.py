@@ -1,0 +1,125 @@
+"""What the plots of one simulation show, whether it just finished or was stored in a project.
+
+    rec = RunRecord.from_stats(stats, "DDR4-3200 · demo")        # a run that just finished
+    rec = RunRecord.from_project(project, "run-20261130-...")    # a stored run, no re-simulation
+    key_figures(rec)            # cycles, average read latency, bandwidth, row-hit rate, energy
+
+No Qt here: plain numpy arrays and dicts, so the views, the comparison table and the tests share
+one reading of ``Stats`` and of the project's ``/runs/<id>`` groups.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+#: Key figures of the comparison table: (summary key, label, unit, scale).
+KEY_FIGURES: tuple[tuple[str, str, str, float], ...] = (
+    ("num_cycles", "Cycles", "", 1.0),
+    ("average_read_latency", "Read latency", "cyc", 1.0),
+    ("average_bandwidth", "Bandwidth", "GB/s", 1.0),
+    ("row_hit_rate", "Row hits", "%", 100.0),
+    ("total_energy", "Energy", "pJ", 1.0),
+)
+
+
+def _floats(values: Any) -> np.ndarray:
+    return np.asarray(values if values is not None else [], dtype=np.float64).reshape(-1)
+
+
+@dataclass
+class RunRecord:
+    """One simulation as the plots need it.
+
+    ``end``/``row_hit_rate``/``bandwidth_GBps``/``avg_read_latency`` are per epoch;
+    ``utilisation`` is ``[banks, epochs]`` (banks flattened over channels and ranks);
+    ``per_bank`` holds ``[channels, ranks, banks]`` arrays (``energy_pJ``, ``reads``, ...).
+    """
+
+    label: str
+    summary: dict[str, Any]
+    end: np.ndarray
+    row_hit_rate: np.ndarray
+    bandwidth_GBps: np.ndarray
+    avg_read_latency: np.ndarray
+    utilisation: np.ndarray
+    read_latency_hist: np.ndarray
+    per_bank: dict[str, np.ndarray] = field(default_factory=dict)
+    run_id: str | None = None            # set for runs read from a project
+
+    @property
+    def n_epochs(self) -> int:
+        return int(self.end.size)
+
+    @classmethod
+    def from_epochs(cls, label: str, summary: dict[str, Any], epochs: Sequence[dict],
+                    read_latency_hist: Any, per_bank: dict[str, Any] | None = None,
+                    run_id: str | None = None) -> RunRecord:
+        """From a list of epoch dicts (``Stats.epochs`` or ``gui.workers.epoch_dict``)."""
+        def col(key: str, alt: str | None = None) -> np.ndarray:
+            return _floats([r.get(key, r.get(alt) if alt else None) for r in epochs])
+
+        if epochs and "bank_utilisation" in epochs[0]:
+            util = np.stack([np.asarray(r["bank_utilisation"], np.float64).reshape(-1)
+                             for r in epochs], axis=1)
+        else:
+            util = np.zeros((0, len(epochs)))
+        return cls(label=label, summary=dict(summary), end=col("end"),
+                   row_hit_rate=col("row_hit_rate"), bandwidth_GBps=col("bandwidth_GBps"),
+                   avg_read_latency=col("avg_read_latency", "average_read_latency"),
+                   utilisation=np.clip(util, 0.0, 1.0),
+                   read_latency_hist=_floats(read_latency_hist),
+                   per_bank={k: np.asarray(v) for k, v in (per_bank or {}).items()},
+                   run_id=run_id)
+
+    @classmethod
+    def from_stats(cls, stats: Any, label: str, run_id: str | None = None) -> RunRecord:
+        """From an ``engine.stats.Stats`` (a run that just finished)."""
+        return cls.from_epochs(label, stats.summary, list(stats.epochs),
+                               stats.read_latency_hist, stats.per_bank, run_id)
+
+    @classmethod
+    def from_project(cls, project: Any, run_id: str) -> RunRecord:
+        """From a run stored in an open ``projects.store.Project`` (its epochs, per-bank arrays
+        and latency histogram; nothing is simulated again)."""
+        data = project.load_run(run_id)
+        ep = data.get("epochs", {})
+        n = int(np.asarray(ep.get("end", [])).size)
+        util = np.asarray(ep.get("bank_utilisation", np.zeros((n, 0))), dtype=np.float64)
+        util = util.reshape(n, -1).T if n else np.zeros((0, 0))
+        return cls(label=run_label(data), summary=dict(data.get("summary", {})),
+                   end=_floats(ep.get("end")),
+                   row_hit_rate=_floats(ep.get("row_hit_rate")),
+                   bandwidth_GBps=_floats(ep.get("bandwidth_GBps")),
+                   avg_read_latency=_floats(ep.get("average_read_latency")),
+                   utilisation=np.clip(util, 0.0, 1.0),
+                   read_latency_hist=_floats(data.get("read_latency_hist")),
+                   per_bank={k: np.asarray(v) for k, v in data.get("per_bank", {}).items()},
+                   run_id=run_id)
+
+
+def run_label(data: dict[str, Any]) -> str:
+    """``"<run id> (<config> · <trace>)"`` for a run loaded with ``Project.load_run``."""
+    parts = [p for p in (data.get("config_name"), data.get("trace_name")) if p]
+    rid = str(data.get("run_id", "run"))
+    return f"{rid} ({' · '.join(parts)})" if parts else rid
+
+
+def key_figures(rec: RunRecord) -> dict[str, float]:
+    """The comparison table's figures of one run (NaN where the summary lacks one)."""
+    out = {}
+    for key, _label, _unit, scale in KEY_FIGURES:
+        try:
+            out[key] = float(rec.summary[key]) * scale
+        except (KeyError, TypeError, ValueError):
+            out[key] = math.nan
+    return out
+
+
+def percent_difference(value: float, base: float) -> float:
+    """100 * (value - base) / |base|; NaN when either is NaN or the base is 0."""
+    if math.isnan(value) or math.isnan(base) or base == 0:
+        return math.nan
+    return 100.0 * (value - base) / abs(base)

@@ -1,0 +1,707 @@
+"""The optimiser view: pick a network, a Gemmini hardware, a method, a seed and a budget; run
+it (or every method in turn), watch the search converge, see the schedule as a Gantt chart,
+compare methods in a table, and co-simulate a schedule's DRAM traffic on an engine memory.
+
+Layout, top to bottom: the controls; the live curves (loss, EDP and best EDP on a log axis,
+FADiff's Gumbel-Softmax temperature, the summed constraint violation; x = evaluations); the
+timeline (the schedule's Gantt chart, and below it, after "Co-simulate on DRAM", the engine's
+per-layer DRAM time against the model's, the row-buffer hit rate and the requests per bank
+over time — all on one x axis in accelerator cycles, linked); the results table (one row per
+finished run; selecting a row shows its schedule).
+
+The search runs in a worker thread and the co-simulation in a child process
+(:mod:`gui.optimizer_worker`); nothing here imports torch (start-up stays light).  Dialogs go
+through small methods (``_show_error``, ``_ask_open_path``, ``_ask_save_path``) so tests can
+monkeypatch them.  Every plot exports PNG, SVG and CSV (:meth:`OptimizerView.export`), the
+table exports CSV and the selected schedule saves as JSON (:meth:`save_schedule`).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridLayout,
+                               QHBoxLayout, QHeaderView, QLabel, QMenu, QMessageBox,
+                               QProgressBar, QPushButton, QSpinBox, QSplitter, QTableWidget,
+                               QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
+
+from gui import plot_export
+from gui.optimizer_worker import (CosimRun, OptimizerJob, OptimizerOutcome, OptimizerRun,
+                                  start_cosimulation, start_optimization)
+from gui.plots.gantt import GanttChart
+
+#: Methods offered, as optimizer.methods.ALL_METHODS (not imported: that module imports torch).
+METHODS = ("fadiff", "ga", "bo", "random", "dosa")
+OPEN_NETWORK = "Open JSON…"
+OPEN_HARDWARE = "Open TOML…"
+CURVE_PLOTS = ("loss", "edp", "tau", "violation")
+TIMELINE_PLOTS = ("gantt", "dram_time", "hit_rate", "banks")
+PLOTS = CURVE_PLOTS + TIMELINE_PLOTS
+TABLE_COLUMNS = ("method", "network", "hardware", "seed", "EDP (pJ·cycles)", "energy (pJ)",
+                 "latency (cycles)", "valid", "wall (s)", "evaluations")
+CSV_COLUMNS = ("method", "network", "hardware", "seed", "edp_pj_cycles", "energy_pj",
+               "latency_cycles", "valid", "wall_s", "evaluations")
+CHANNEL_CHOICES = ("preset", "1", "2", "4", "8", "16")
+DRAM_ROWS = {"model DMA": 2.0, "engine service": 1.0, "engine paced": 0.0}
+SPEC_ROLE = Qt.ItemDataRole.UserRole
+
+
+def _networks() -> list[str]:
+    from optimizer.workload import NETWORKS     # no torch
+    return list(NETWORKS)
+
+
+def _hardware() -> list[str]:
+    try:
+        from optimizer.hardware import list_hardware     # no torch
+        return list_hardware()
+    except Exception:  # noqa: BLE001 - the view must open even if resources are missing
+        return []
+
+
+def _presets() -> list[str]:
+    try:
+        from engine.config import list_presets           # no numba kernels
+        return list_presets()
+    except Exception:  # noqa: BLE001
+        return []
+
+
+def _finite(values: list[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    return np.where(np.isfinite(a), a, np.nan)
+
+
+class OptimizerView(QWidget):
+    """Controls, live curves, the Gantt chart with the DRAM co-simulation, the results."""
+
+    run_finished = Signal(list)          # OptimizerOutcome per method, after the join
+    run_failed = Signal(str, str)
+    run_cancelled = Signal()
+    result_added = Signal(object)        # OptimizerOutcome, as each method finishes
+    cosim_finished = Signal(dict)
+    cosim_failed = Signal(str, str)
+    cosim_cancelled = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._run: OptimizerRun | None = None
+        self._cosim: CosimRun | None = None
+        self.results: list[OptimizerOutcome] = []
+        self.points: list[dict[str, Any]] = []       # progress of the run on the curves
+        self.shown: OptimizerOutcome | None = None   # the schedule on the Gantt chart
+        self.cosim: dict[str, Any] | None = None     # the co-simulation on the timeline
+        self.last_cancel_latency_s: float | None = None
+        self._cancel_at: float | None = None
+        self._build_controls()
+        self._build_plots()
+        self._build_table()
+        self._set_busy(False)
+
+    # ---------------------------------------------------------------- layout
+    def _combo(self, name: str, items: list[str], sentinel: str | None = None) -> QComboBox:
+        combo = QComboBox()
+        combo.setObjectName(name)
+        for text in items:
+            combo.addItem(text, text)
+        if sentinel is not None:
+            combo.addItem(sentinel, None)
+        return combo
+
+    def _build_controls(self) -> None:
+        self.network_combo = self._combo("networkCombo", _networks(), OPEN_NETWORK)
+        self.network_combo.setCurrentText("resnet18")
+        self.hardware_combo = self._combo("hardwareCombo", _hardware(), OPEN_HARDWARE)
+        self.hardware_combo.setCurrentText("large")
+        for combo, kind in ((self.network_combo, "network"), (self.hardware_combo, "hardware")):
+            combo.setProperty("last", combo.currentIndex())
+            combo.activated.connect(lambda i, c=combo, k=kind: self._on_source_chosen(c, k, i))
+        self.method_combo = self._combo("methodCombo", list(METHODS))
+        self.seed_spin = QSpinBox()
+        self.seed_spin.setObjectName("seedSpin")
+        self.seed_spin.setRange(0, 2**31 - 1)
+        self.budget_spin = QSpinBox()
+        self.budget_spin.setObjectName("budgetSpin")
+        self.budget_spin.setRange(1, 10_000_000)
+        self.budget_spin.setValue(1000)
+        self.budget_kind = self._combo("budgetKind", ["evaluations", "seconds"])
+        self.run_button = QPushButton("Run")
+        self.run_button.setObjectName("runButton")
+        self.run_button.clicked.connect(lambda: self.start())
+        self.compare_button = QPushButton("Compare all methods")
+        self.compare_button.setObjectName("compareButton")
+        self.compare_button.setToolTip("Run every method in turn with the same budget and seed")
+        self.compare_button.clicked.connect(lambda: self.start(list(METHODS)))
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("cancelButton")
+        self.cancel_button.clicked.connect(self.cancel)
+
+        self.memory_combo = self._combo("memoryCombo", _presets())
+        self.memory_combo.setCurrentText("DDR4-3200")
+        self.channels_combo = self._combo("channelsCombo", list(CHANNEL_CHOICES))
+        self.channels_combo.setToolTip("Memory channels (\"preset\": as the preset has them)")
+        self.cosim_button = QPushButton("Co-simulate on DRAM")
+        self.cosim_button.setObjectName("cosimButton")
+        self.cosim_button.setToolTip("Run the selected schedule's DRAM traffic through the "
+                                     "engine, layer by layer")
+        self.cosim_button.clicked.connect(lambda: self.start_cosim())
+        self.save_button = QPushButton("Save schedule…")
+        self.save_button.setObjectName("saveScheduleButton")
+        self.save_button.clicked.connect(self._save_interactive)
+        self.export_button = QToolButton()
+        self.export_button.setObjectName("exportButton")
+        self.export_button.setText("Export")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.export_button)
+        titles = {"loss": "Loss", "edp": "EDP", "tau": "Temperature", "violation": "Violation",
+                  "gantt": "Gantt chart", "dram_time": "DRAM time per layer",
+                  "hit_rate": "Row-buffer hit rate", "banks": "Requests per bank",
+                  "results": "Results table"}
+        for plot, title in titles.items():
+            sub = menu.addMenu(title)
+            for fmt in (("csv",) if plot == "results" else plot_export.FORMATS):
+                action = sub.addAction(fmt.upper() + "…")
+                action.setObjectName(f"export_{plot}_{fmt}")
+                action.triggered.connect(
+                    lambda _c=False, p=plot, f=fmt: self._export_interactive(p, f))
+        self.export_menu = menu
+        self.export_button.setMenu(menu)
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setTextVisible(False)
+        self.status_label = QLabel("Ready")
+        self.status_label.setObjectName("statusLabel")
+
+        grid = QGridLayout()
+        grid.addWidget(QLabel("Network"), 0, 0)
+        grid.addWidget(self.network_combo, 0, 1)
+        grid.addWidget(QLabel("Hardware"), 0, 2)
+        grid.addWidget(self.hardware_combo, 0, 3)
+        grid.addWidget(QLabel("Method"), 0, 4)
+        grid.addWidget(self.method_combo, 0, 5)
+        grid.addWidget(QLabel("Seed"), 0, 6)
+        grid.addWidget(self.seed_spin, 0, 7)
+        grid.addWidget(QLabel("Budget"), 0, 8)
+        grid.addWidget(self.budget_spin, 0, 9)
+        grid.addWidget(self.budget_kind, 0, 10)
+        row = QHBoxLayout()
+        for w in (self.run_button, self.compare_button, self.cancel_button):
+            row.addWidget(w)
+        row.addWidget(self.progress_bar, 1)
+        row.addWidget(QLabel("Memory"))
+        row.addWidget(self.memory_combo)
+        row.addWidget(QLabel("Channels"))
+        row.addWidget(self.channels_combo)
+        for w in (self.cosim_button, self.save_button, self.export_button):
+            row.addWidget(w)
+        self._top = QVBoxLayout(self)
+        self._top.addLayout(grid)
+        self._top.addLayout(row)
+        self._top.addWidget(self.status_label)
+
+    def _build_plots(self) -> None:
+        self.curve_widget = pg.GraphicsLayoutWidget()
+        self.curve_widget.setObjectName("curveWidget")
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        specs = (("loss", 0, 0, "Loss"), ("edp", 0, 1, "EDP (pJ·cycles)"),
+                 ("tau", 1, 0, "Gumbel-Softmax temperature"),
+                 ("violation", 1, 1, "Constraint violation"))
+        for key, r, c, title in specs:
+            p = self.curve_widget.addPlot(row=r, col=c, title=title)
+            p.setLabel("bottom", "evaluations")
+            p.showGrid(x=True, y=True, alpha=0.2)
+            self.plots[key] = p
+        self.plots["edp"].setLogMode(x=False, y=True)
+        self.plots["loss"].setLogMode(x=False, y=True)
+        legend = self.plots["edp"].addLegend(offset=(-5, 5))
+        self.curves["loss"] = self.plots["loss"].plot(pen=pg.mkPen("c", width=2))
+        self.curves["edp"] = self.plots["edp"].plot(pen=pg.mkPen("#999999", width=1),
+                                                   name="current")
+        self.curves["best_edp"] = self.plots["edp"].plot(pen=pg.mkPen("y", width=2),
+                                                        name="best valid")
+        self.curves["tau"] = self.plots["tau"].plot(pen=pg.mkPen("m", width=2))
+        self.curves["violation"] = self.plots["violation"].plot(pen=pg.mkPen("r", width=2))
+        self.edp_legend = legend
+
+        self.timeline_widget = pg.GraphicsLayoutWidget()
+        self.timeline_widget.setObjectName("timelineWidget")
+        tw = self.timeline_widget
+        g = tw.addPlot(row=0, col=0, title="Schedule (Gantt)")
+        self.plots["gantt"] = g
+        self.gantt = GanttChart(g)
+        self.gantt.connect_hover()
+        d = tw.addPlot(row=1, col=0, title="DRAM time per layer (co-simulation)")
+        d.getAxis("left").setTicks([[(y, name) for name, y in DRAM_ROWS.items()]])
+        d.setYRange(-0.6, 2.6, padding=0)
+        d.setMouseEnabled(x=True, y=False)
+        self.dram_bars = {name: pg.BarGraphItem(x0=[], y=[], width=[], height=[],
+                                                brush=colour)
+                          for name, colour in (("model DMA", "#1f77b4"),
+                                               ("engine service", "#2ca02c"),
+                                               ("engine paced", "#17becf"))}
+        self.stall_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=[], brush="#d62728")
+        for item in (*self.dram_bars.values(), self.stall_bars):
+            d.addItem(item)
+        self.plots["dram_time"] = d
+        h = tw.addPlot(row=2, col=0, title="Row-buffer hit rate per layer (engine)")
+        h.setYRange(0.0, 1.0)
+        h.setMouseEnabled(x=True, y=False)
+        self.curves["hit_rate"] = pg.PlotDataItem(pen=pg.mkPen("c", width=2))
+        h.addItem(self.curves["hit_rate"])
+        self.plots["hit_rate"] = h
+        b = tw.addPlot(row=3, col=0, title="DRAM requests per bank (schedule issue time)")
+        b.setLabel("left", "bank")
+        b.setLabel("bottom", "accelerator cycles")
+        self.bank_image = pg.ImageItem(axisOrder="row-major")      # image[bank, time bin]
+        self.bank_image.setLookupTable(pg.colormap.get("viridis").getLookupTable(nPts=256))
+        b.addItem(self.bank_image)
+        self.plots["banks"] = b
+        for key in ("dram_time", "hit_rate", "banks"):
+            self.plots[key].setXLink(g)
+        for r, factor in enumerate((3, 2, 2, 3)):
+            tw.ci.layout.setRowStretchFactor(r, factor)
+
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setObjectName("optimizerSplitter")
+        upper = QSplitter(Qt.Orientation.Horizontal)
+        upper.addWidget(self.curve_widget)
+        upper.addWidget(self.timeline_widget)
+        upper.setStretchFactor(0, 2)
+        upper.setStretchFactor(1, 3)
+        self.splitter.addWidget(upper)
+        self._top.addWidget(self.splitter, 1)
+
+    def _build_table(self) -> None:
+        t = QTableWidget(0, len(TABLE_COLUMNS))
+        t.setObjectName("resultsTable")
+        t.setHorizontalHeaderLabels(list(TABLE_COLUMNS))
+        t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        t.itemSelectionChanged.connect(self._on_selection)
+        self.results_table = t
+        self.splitter.addWidget(t)
+        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(1, 1)
+
+    # ---------------------------------------------------------------- dialogs (monkeypatched)
+    def _show_error(self, msg: str, details: str) -> None:
+        box = QMessageBox(QMessageBox.Icon.Critical, "Optimiser", msg,
+                          QMessageBox.StandardButton.Ok, self)
+        if details:
+            box.setDetailedText(details)
+        box.exec()
+
+    def _ask_open_path(self, caption: str, filters: str) -> str | None:
+        path, _ = QFileDialog.getOpenFileName(self, caption, "", filters)
+        return path or None
+
+    def _ask_save_path(self, caption: str, name: str, filters: str) -> str | None:
+        path, _ = QFileDialog.getSaveFileName(self, caption, name, filters)
+        return path or None
+
+    # ---------------------------------------------------------------- inputs
+    def _on_source_chosen(self, combo: QComboBox, kind: str, index: int) -> None:
+        if combo.itemData(index, SPEC_ROLE) is not None:
+            combo.setProperty("last", index)
+            return
+        filters = ("Networks (*.json);;All files (*)" if kind == "network"
+                   else "Gemmini hardware (*.toml);;All files (*)")
+        path = self._ask_open_path(f"Open a {kind} file", filters)
+        if path:
+            self.add_source(kind, path)
+        else:
+            combo.setCurrentIndex(int(combo.property("last") or 0))
+
+    def add_source(self, kind: str, path: str | Path) -> None:
+        """Offer a network (.json) or hardware (.toml) file in its combo and select it."""
+        combo = self.network_combo if kind == "network" else self.hardware_combo
+        spec = str(Path(path))
+        i = combo.findData(spec, SPEC_ROLE)
+        if i < 0:
+            i = combo.count() - 1                 # before the "Open…" entry
+            combo.insertItem(i, Path(path).name, spec)
+            combo.setItemData(i, spec, Qt.ItemDataRole.ToolTipRole)
+        combo.setCurrentIndex(i)
+        combo.setProperty("last", i)
+
+    def job(self, methods: list[str] | None = None) -> OptimizerJob:
+        """The run the controls describe (``methods``: default the chosen one)."""
+        amount = int(self.budget_spin.value())
+        seconds = self.budget_kind.currentText() == "seconds"
+        return OptimizerJob(
+            network=str(self.network_combo.currentData(SPEC_ROLE)),
+            hardware=str(self.hardware_combo.currentData(SPEC_ROLE)),
+            methods=tuple(methods or [self.method_combo.currentText()]),
+            evaluations=None if seconds else amount,
+            seconds=float(amount) if seconds else None, seed=int(self.seed_spin.value()))
+
+    def memory_spec(self) -> str:
+        """The memory for a co-simulation: a preset, with ``-<n>ch`` when channels are set."""
+        ch = self.channels_combo.currentText()
+        name = self.memory_combo.currentText()
+        return name if ch == "preset" else f"{name}-{ch}ch"
+
+    # ---------------------------------------------------------------- runs
+    def is_running(self) -> bool:
+        return self._run is not None or self._cosim is not None
+
+    def start(self, methods: list[str] | None = None) -> bool:
+        """Run the chosen method (or ``methods`` in turn); no-op while something runs."""
+        if self.is_running():
+            return False
+        job = self.job(methods)
+        if job.network in ("None", "") or job.hardware in ("None", ""):
+            self._show_error("Choose a network and a hardware first.", "")
+            return False
+        self._clear_curves()
+        self._budget_total = (job.evaluations or 0) * len(job.methods)
+        self._evals_before = 0
+        self._cancel_at = None
+        run = start_optimization(job, parent=self)
+        run.progress.connect(self._on_progress)
+        run.result.connect(self._on_result)
+        run.finished.connect(self._on_finished)
+        run.failed.connect(self._on_failed)
+        run.cancelled.connect(self._on_cancelled)
+        self._run = run
+        self._set_busy(True)
+        what = ", ".join(job.methods)
+        self.status_label.setText(f"Optimising {Path(job.network).name} on "
+                                  f"{Path(job.hardware).name} with {what}…")
+        self.progress_bar.setRange(0, 1000 if self._budget_total else 0)
+        self.progress_bar.setValue(0)
+        return True
+
+    def cancel(self) -> None:
+        """Cancel the search or the co-simulation in progress."""
+        if self._run is None and self._cosim is None:
+            return
+        self._cancel_at = time.monotonic()
+        if self._run is not None:
+            self._run.cancel()
+        if self._cosim is not None:
+            self._cosim.cancel()
+        self.status_label.setText("Cancelling…")
+        self.cancel_button.setEnabled(False)
+
+    def shutdown(self, timeout_ms: int = 30000) -> None:
+        """Cancel what runs and wait for its thread (window closing)."""
+        for run in (self._run, self._cosim):
+            if run is not None:
+                run.cancel()
+                run.wait(timeout_ms)
+
+    def _set_busy(self, busy: bool) -> None:
+        for w in (self.run_button, self.compare_button, self.network_combo,
+                  self.hardware_combo, self.method_combo, self.seed_spin, self.budget_spin,
+                  self.budget_kind, self.memory_combo, self.channels_combo):
+            w.setEnabled(not busy)
+        self.cancel_button.setEnabled(busy)
+        has = self.shown is not None
+        self.cosim_button.setEnabled(not busy and has and self.shown.mapping is not None)
+        self.save_button.setEnabled(has)
+
+    def _end(self) -> None:
+        run, self._run = self._run, None
+        cs, self._cosim = self._cosim, None
+        for r in (run, cs):
+            if r is not None:
+                r.deleteLater()
+        if self._cancel_at is not None:
+            self.last_cancel_latency_s = time.monotonic() - self._cancel_at
+            self._cancel_at = None
+        self.progress_bar.setRange(0, 1000)
+        self._set_busy(False)
+
+    def _on_progress(self, batch: list) -> None:
+        if batch and self.points and batch[0]["method"] != self.points[-1]["method"]:
+            self._evals_before += self.points[-1]["evaluations"]
+            self.points = []                      # the curves follow the method now running
+        self.points.extend(batch)
+        self._draw_curves()
+        if self._budget_total and self.points:
+            done = self._evals_before + self.points[-1]["evaluations"]
+            self.progress_bar.setValue(int(1000 * min(1.0, done / self._budget_total)))
+
+    def _on_result(self, outcome: OptimizerOutcome) -> None:
+        self.add_result(outcome)
+
+    def _on_finished(self, outcomes: list) -> None:
+        self._end()
+        self.progress_bar.setValue(1000)
+        best = min(outcomes, key=lambda o: o.edp) if outcomes else None
+        self.status_label.setText(
+            "Done" + (f": best EDP {best.edp:.4g} pJ·cycles ({best.method})" if best else ""))
+        self.run_finished.emit(outcomes)
+
+    def _on_failed(self, message: str, details: str) -> None:
+        self._end()
+        self.progress_bar.setValue(0)
+        self.status_label.setText("Failed: " + message)
+        self._show_error(message, details)
+        self.run_failed.emit(message, details)
+
+    def _on_cancelled(self, outcomes: list) -> None:
+        self._end()
+        self.progress_bar.setValue(0)
+        self.status_label.setText(f"Cancelled ({len(outcomes)} run(s) finished before)")
+        self.run_cancelled.emit()
+
+    # ---------------------------------------------------------------- results
+    def add_result(self, outcome: OptimizerOutcome) -> int:
+        """Add a finished run to the table and show it; returns its row."""
+        self.results.append(outcome)
+        t = self.results_table
+        r = t.rowCount()
+        t.insertRow(r)
+        for c, value in enumerate(self._row(outcome)):
+            text = (f"{value:.4g}" if isinstance(value, float) else
+                    ("yes" if value else "NO") if isinstance(value, bool) else str(value))
+            cell = QTableWidgetItem(text)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            t.setItem(r, c, cell)
+        t.selectRow(r)                      # shows it (itemSelectionChanged)
+        if self.shown is not outcome:
+            self.show_result(outcome)
+        self.result_added.emit(outcome)
+        return r
+
+    @staticmethod
+    def _row(o: OptimizerOutcome) -> list[Any]:
+        return [o.method, o.network, o.hardware, o.seed, o.edp, o.energy_pj, o.latency_cycles,
+                o.valid, round(float(o.wall_s), 3), int(o.evaluations)]
+
+    def _on_selection(self) -> None:
+        rows = self.results_table.selectionModel().selectedRows()
+        if rows and 0 <= rows[0].row() < len(self.results):
+            outcome = self.results[rows[0].row()]
+            if outcome is not self.shown:
+                self.show_result(outcome)
+
+    def selected(self) -> OptimizerOutcome | None:
+        return self.shown
+
+    def show_result(self, outcome: OptimizerOutcome) -> None:
+        """Show a finished run: its Gantt chart and, when idle, its convergence curves."""
+        self.shown = outcome
+        self.gantt.set_schedule(outcome.schedule)
+        self._clear_cosim()
+        if self._run is None:
+            self.points = list(outcome.history)
+            self._draw_curves()
+        self._set_busy(self.is_running())
+
+    def results_csv(self) -> tuple[list[str], list[list[Any]]]:
+        return list(CSV_COLUMNS), [self._row(o) for o in self.results]
+
+    # ---------------------------------------------------------------- curves
+    def _clear_curves(self) -> None:
+        self.points = []
+        for key in ("loss", "edp", "best_edp", "tau", "violation"):
+            self.curves[key].setData([], [])
+
+    def _draw_curves(self) -> None:
+        pts = self.points
+        x = np.array([p["evaluations"] for p in pts], dtype=np.float64)
+        for key in ("loss", "edp", "best_edp"):
+            y = _finite([p[key] for p in pts])
+            y[y <= 0] = np.nan                    # log axes
+            self.curves[key].setData(x, y, connect="finite")
+        for key in ("tau", "violation"):
+            self.curves[key].setData(x, _finite([p[key] for p in pts]), connect="finite")
+
+    def curve_points(self, key: str) -> int:
+        """Finite points drawn on curve ``key`` (loss, edp, best_edp, tau, violation)."""
+        _x, y = self.curves[key].getData()
+        return 0 if y is None else int(np.isfinite(y).sum())
+
+    # ---------------------------------------------------------------- co-simulation
+    def start_cosim(self, memory: str | None = None) -> bool:
+        """Co-simulate the shown schedule on ``memory`` (default: the chooser's)."""
+        if self.is_running():
+            return False
+        if self.shown is None or self.shown.mapping is None:
+            self._show_error("Run the optimiser first: there is no schedule to co-simulate.",
+                             "")
+            return False
+        spec = memory or self.memory_spec()
+        self._clear_cosim()
+        self._cancel_at = None
+        run = start_cosimulation(self.shown, spec, parent=self)
+        run.progress.connect(lambda name: self.status_label.setText(
+            f"Co-simulating on {spec}: layer {name}"))
+        run.finished.connect(self._on_cosim_finished)
+        run.failed.connect(self._on_cosim_failed)
+        run.cancelled.connect(self._on_cosim_cancelled)
+        self._cosim = run
+        self._set_busy(True)
+        self.progress_bar.setRange(0, 0)
+        self.status_label.setText(f"Co-simulating {self.shown.method}'s schedule on {spec}…")
+        return True
+
+    def _on_cosim_finished(self, payload: dict) -> None:
+        self._end()
+        self.show_cosim(payload)
+        cs = payload["cosim"]
+        self.status_label.setText(
+            f"Co-simulated on {payload['memory']}: engine EDP {cs['engine_edp']:.4g} vs model "
+            f"{cs['model_edp']:.4g} pJ·cycles")
+        self.cosim_finished.emit(payload)
+
+    def _on_cosim_failed(self, message: str, details: str) -> None:
+        self._end()
+        self.status_label.setText("Co-simulation failed: " + message)
+        self._show_error(message, details)
+        self.cosim_failed.emit(message, details)
+
+    def _on_cosim_cancelled(self) -> None:
+        self._end()
+        self.status_label.setText("Co-simulation cancelled")
+        self.cosim_cancelled.emit()
+
+    def _clear_cosim(self) -> None:
+        self.cosim = None
+        for item in (*self.dram_bars.values(), self.stall_bars):
+            item.setOpts(x0=[], y=[], width=[], height=[])
+        self.curves["hit_rate"].setData([], [])
+        self.bank_image.clear()
+
+    def cosim_layers(self) -> list[dict[str, Any]]:
+        """Per-layer co-simulation records with their start on the schedule's axis."""
+        if self.cosim is None:
+            return []
+        out, t = [], 0.0
+        for lay in self.cosim["cosim"]["layers"]:
+            rec = dict(lay)
+            rec["start"] = t
+            t += float(lay["model_cycles"])
+            out.append(rec)
+        return out
+
+    def show_cosim(self, payload: dict[str, Any]) -> None:
+        """Draw a co-simulation (``gui.cosim_process.cosim_payload``) under the Gantt chart."""
+        self.cosim = payload
+        layers = self.cosim_layers()
+        start = np.array([x["start"] for x in layers], dtype=np.float64)
+        n = len(layers)
+        for name, key in (("model DMA", "model_dram_cycles"),
+                          ("engine service", "engine_service_cycles"),
+                          ("engine paced", "engine_paced_end")):
+            w = np.array([x[key] for x in layers], dtype=np.float64)
+            self.dram_bars[name].setOpts(x0=start, width=w, y=np.full(n, DRAM_ROWS[name]),
+                                         height=np.full(n, 0.7))
+        stall = np.array([x["stall_cycles"] for x in layers], dtype=np.float64)
+        model = np.array([x["model_cycles"] for x in layers], dtype=np.float64)
+        keep = stall > 0
+        self.stall_bars.setOpts(x0=(start + model)[keep], width=stall[keep],
+                                y=np.full(int(keep.sum()), DRAM_ROWS["engine paced"]),
+                                height=np.full(int(keep.sum()), 0.35))
+        if n:
+            edges = np.append(start, start[-1] + model[-1])
+            hit = np.array([x["row_hit_rate"] for x in layers], dtype=np.float64)
+            self.curves["hit_rate"].setData(edges, hit, stepMode="center")
+        counts = np.asarray(payload["banks"]["counts"], dtype=np.float64)
+        if counts.size:
+            self.bank_image.setImage(counts, autoLevels=False,
+                                     levels=(0.0, max(1.0, float(counts.max()))))
+            from PySide6.QtCore import QRectF
+            self.bank_image.setRect(QRectF(0.0, 0.0, float(payload["total_cycles"]),
+                                           float(counts.shape[0])))
+
+    # ---------------------------------------------------------------- export
+    def plot_data(self, plot: str) -> tuple[list[str], list[list[Any]]]:
+        """(header, rows) of one plot's data (``plot`` in PLOTS) or of ``"results"``."""
+        if plot == "results":
+            return self.results_csv()
+        if plot in CURVE_PLOTS:
+            keys = ["best_edp", "edp"] if plot == "edp" else [plot]
+            header = ["method", "step", "evaluations", "elapsed_s"] + keys
+            return header, [[p["method"], p["step"], p["evaluations"], p["elapsed_s"]]
+                            + [p[k] for k in keys] for p in self.points]
+        if plot == "gantt":
+            return self.gantt.csv()
+        if plot in ("dram_time", "hit_rate"):
+            header = ["layer", "start_cycles", "model_cycles", "model_dram_cycles",
+                      "engine_service_cycles", "engine_paced_end", "stall_cycles",
+                      "row_hit_rate", "row_conflicts", "requests", "model_dram_pj",
+                      "engine_dram_pj"]
+            return header, [[x[k] if k != "layer" else x["name"] for k in header]
+                            for x in self.cosim_layers()]
+        if plot == "banks":
+            if self.cosim is None:
+                return ["bank", "bin_start_cycles", "bin_end_cycles", "reads", "writes"], []
+            b = self.cosim["banks"]
+            edges, reads, writes = b["edges"], b["reads"], b["writes"]
+            rows = [[k, float(edges[j]), float(edges[j + 1]), int(reads[k, j]),
+                     int(writes[k, j])]
+                    for k in range(reads.shape[0]) for j in range(reads.shape[1])
+                    if reads[k, j] or writes[k, j]]
+            return ["bank", "bin_start_cycles", "bin_end_cycles", "reads", "writes"], rows
+        raise ValueError(f"unknown plot '{plot}'; expected one of {', '.join(PLOTS)} or "
+                         "results")
+
+    def _scene_of(self, plot: str):
+        if plot not in self.plots:
+            raise ValueError(f"unknown plot '{plot}'; expected one of {', '.join(PLOTS)}")
+        widget = self.curve_widget if plot in CURVE_PLOTS else self.timeline_widget
+        return widget.scene(), self.plots[plot].sceneBoundingRect()
+
+    def export(self, path: str | Path, plot: str, fmt: str | None = None) -> Path:
+        """Export ``plot`` (PLOTS, or ``"results"`` as CSV) as png, svg or csv (``fmt`` or
+        the file's suffix); written atomically."""
+        kind = plot_export.format_for(path, fmt)
+        if kind == "csv":
+            header, rows = self.plot_data(plot)
+            return plot_export.write_csv(path, header, rows)
+        if plot == "results":
+            raise ValueError("the results table exports as CSV only")
+        scene, rect = self._scene_of(plot)
+        if kind == "png":
+            return plot_export.render_png(scene, rect, path)
+        return plot_export.render_svg(scene, rect, path, title=f"DiffMem Studio: {plot}")
+
+    def save_schedule(self, path: str | Path) -> Path:
+        """Write the shown run's schedule file (``optimize --out`` format), atomically."""
+        if self.shown is None:
+            raise ValueError("no schedule to save: run the optimiser first")
+        from engine.fileio import atomic_write_text, json_default
+        atomic_write_text(path, json.dumps(self.shown.schedule, indent=1,
+                                           default=json_default, allow_nan=True))
+        return Path(path)
+
+    def _export_interactive(self, plot: str, fmt: str) -> Path | None:
+        path = self._ask_save_path("Export", f"{plot}.{fmt}",
+                                   f"{fmt.upper()} (*.{fmt});;All files (*)")
+        if not path:
+            return None
+        if not Path(path).suffix:
+            path = f"{path}.{fmt}"
+        try:
+            return self.export(path, plot, fmt)
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            import traceback
+            self._show_error(f"Cannot export to {path}: {exc}", traceback.format_exc())
+            return None
+
+    def _save_interactive(self) -> Path | None:
+        if self.shown is None:
+            return None
+        name = f"{self.shown.network}-{self.shown.method}-schedule.json"
+        path = self._ask_save_path("Save schedule", name, "Schedules (*.json);;All files (*)")
+        if not path:
+            return None
+        try:
+            return self.save_schedule(path)
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            import traceback
+            self._show_error(f"Cannot save {path}: {exc}", traceback.format_exc())
+            return None

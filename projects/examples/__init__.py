@@ -1,0 +1,1 @@
+"""Example projects shipped with DiffMem Studio, and the script that builds them."""

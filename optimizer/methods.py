@@ -42,6 +42,20 @@ METHODS: dict[str, MethodFn] = {
     "bo": _lazy("optimizer.baselines.bo"),
     "dosa": _lazy("optimizer.baselines.dosa"),
 }
+
+
+def _fadiff_gradient_only(space: SearchSpace, budget: Budget, seed: int = 0,
+                          progress: ProgressFn | None = None, cancel: CancelFn | None = None
+                          ) -> SearchResult:
+    """The ablation: FADiff's gradient phase and decoding without the exact refinement."""
+    from optimizer import fadiff
+    result = fadiff.run(space, budget, seed, progress, cancel,
+                        settings=fadiff.FADiffSettings(refine=False))
+    result.method = result.schedule.method = "fadiff-grad"
+    return result
+
+
+METHODS["fadiff-grad"] = _fadiff_gradient_only
 ALL_METHODS = ("fadiff", "ga", "bo", "random", "dosa")      # what the CLI offers
 
 

@@ -236,8 +236,13 @@ def _window(layer: Layer, start: np.ndarray, ext: list[int]) -> tuple[tuple[int,
 
 def _lines(addr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct 64-byte lines of a set of byte addresses and the useful bytes of each."""
-    lines, counts = np.unique(np.asarray(addr).ravel() // LINE, return_counts=True)
-    return lines * LINE, counts
+    lines = np.asarray(addr, dtype=np.int64).ravel() // LINE
+    if lines.size == 0:
+        return lines, lines
+    lo = int(lines.min())
+    counts = np.bincount(lines - lo)          # linear time: no sort (tiles are dense ranges)
+    hit = np.flatnonzero(counts)
+    return (hit + lo) * LINE, counts[hit]
 
 
 def layer_requests(layer: Layer, m: LayerMapping, place: Placement, *, start: float,

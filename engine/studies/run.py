@@ -1,0 +1,79 @@
+"""Run a named study end to end: build its points, run what is missing, keep the results.
+
+    from engine.studies import StudySetup, TraceInput, run_study, render_report
+
+    setup = StudySetup([TraceInput("ddpm", "ddpm.h5"), TraceInput("resnet50", "r50.h5")],
+                       config="DDR4-3200", params={"tRCD": [10, 12, 14, 16]})
+    outcome = run_study("timing", setup, folder="out/timing", workers=2)
+    render_report(outcome.document, outcome.records, "out/timing")
+
+Results go to a results folder (``folder=``, see :mod:`engine.studies.sinks`) or to a project
+(``project=`` an open writable ``projects.store.Project``, ``study_name=`` its name there).
+Running the same study into the same place again resumes it: finished points are kept.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.studies.catalog import get_study
+from engine.studies.runner import CancelFn, ProgressFn, run_points
+from engine.studies.sinks import ProjectResults, ResultsFolder, study_document
+from engine.studies.spec import StudyError, StudySetup
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StudyOutcome:
+    document: dict[str, Any]          # study name, setup, points (as stored)
+    records: list[dict[str, Any]]     # one per point that has a result, sorted by point id
+    ran: int                          # points simulated in this call
+    reused: int                       # points found finished in the sink
+
+
+def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | None = None,
+              project: Any = None, study_name: str | None = None, workers: int | None = None,
+              cluster: Any = None, progress: ProgressFn | None = None,
+              cancel: CancelFn | None = None) -> StudyOutcome:
+    """Build the study's points from *setup* and run them (see the module docstring)."""
+    study = get_study(name)
+    if folder is not None and project is not None:
+        raise StudyError("give a results folder or a project, not both")
+    points = study.points(setup)
+    if not points:
+        raise StudyError(f"study '{name}': the setup gives no points")
+    document = study_document(name, setup.to_dict(), [p.to_dict() for p in points])
+    sink: ResultsFolder | ProjectResults | None = None
+    if folder is not None:
+        sink = ResultsFolder(folder)
+    elif project is not None:
+        sink = ProjectResults(project, study_name or name)
+    if sink is not None:
+        sink.begin(document)
+    before = set(sink.done()) if sink is not None else set()
+    records = run_points(points, sink=sink, workers=workers, cluster=cluster,
+                         progress=progress, cancel=cancel)
+    reused = len(before & {p.point_id for p in points})
+    return StudyOutcome(document, records, len(records) - reused, reused)
+
+
+def load_results(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(study document, latest record per point) from a results folder."""
+    rf = ResultsFolder(Path(folder))
+    document = rf.load_document()
+    latest: dict[str, dict[str, Any]] = {}
+    for rec in rf.records():
+        if rec.get("status") == "ok" or rec["point_id"] not in latest:
+            latest[rec["point_id"]] = rec
+    return document, [latest[k] for k in sorted(latest)]
+
+
+def load_project_study(project: Any, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(study document, records) of study *name* stored in a project."""
+    document = project.study_document(name)
+    recs = project.study_results(name)
+    return document, [recs[k] for k in sorted(recs)]

@@ -1,0 +1,309 @@
+"""Studies: point ids, the runner (local pool, Dask, resume), fits, every study's report, CLI."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from engine.errors import SimulationCancelled
+from engine.studies import (STUDIES, StudyError, StudySetup, TraceInput, get_study,
+                            load_project_study, load_results, render_report, run_study)
+from engine.studies import fits
+from engine.studies.sinks import ResultsFolder
+from engine.studies.synthetic import write_training_step
+
+TINY = dict(weight_kb=4, layers=2)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory) -> dict[str, TraceInput]:
+    d = tmp_path_factory.mktemp("traces")
+    return {
+        "ddpm": write_training_step(d / "ddpm.h5", "ddpm", "diffusion", 2, **TINY),
+        "ddpm-b4": write_training_step(d / "ddpm4.h5", "ddpm-b4", "diffusion", 4, **TINY),
+        "resnet": write_training_step(d / "resnet.trace", "resnet", "cnn", 2, **TINY),
+    }
+
+
+def timing_setup(traces: dict[str, TraceInput], values=(10, 14)) -> StudySetup:
+    return StudySetup([traces["ddpm"], traces["resnet"]], config="DDR4-3200",
+                      params={"tRCD": list(values)})
+
+
+def metrics(records: list[dict]) -> dict[str, dict]:
+    return {r["point_id"]: r["metrics"] for r in records}
+
+
+# ---- fits ------------------------------------------------------------------------------------
+def test_fit_line_matches_matrix_least_squares():
+    rng = np.random.default_rng(3)
+    x = np.arange(10, 20, dtype=float)
+    y = 5.0 + 0.75 * x + rng.normal(0, 0.3, x.size)
+    f = fits.fit_line(x, y)
+    X = np.column_stack([np.ones_like(x), x])
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ beta
+    cov = resid @ resid / (x.size - 2) * np.linalg.inv(X.T @ X)
+    assert f.slope == pytest.approx(beta[1], rel=1e-12)
+    assert f.intercept == pytest.approx(beta[0], rel=1e-12)
+    assert f.slope_se == pytest.approx(math.sqrt(cov[1, 1]), rel=1e-9)
+    assert f.intercept_se == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-9)
+    lo, hi = f.slope_ci95
+    assert lo < 0.75 < hi
+    exact = fits.fit_line([1, 2, 3], [2, 4, 6])
+    assert (exact.slope, exact.slope_se, exact.r2) == (2.0, 0.0, 1.0)
+    assert math.isnan(fits.fit_line([1, 2], [1, 3]).slope_se)
+    with pytest.raises(StudyError, match="two distinct x"):
+        fits.fit_line([1, 1, 1], [1, 2, 3])
+
+
+def test_ratio_error_propagation():
+    r = fits.ratio(2.0, 0.2, 1.0, 0.1)
+    assert r.value == 2.0
+    assert r.se == pytest.approx(2.0 * math.sqrt(0.1 ** 2 + 0.1 ** 2))
+    assert r.ci95[0] == pytest.approx(2.0 - fits.Z95 * r.se)
+    with pytest.raises(StudyError, match="denominator"):
+        fits.ratio(1.0, 0.1, 0.0, 0.1)
+    from engine.studies.catalog import _mean_se
+    # pooled workloads: fit errors and the spread between workloads both count
+    assert _mean_se([1.0, 3.0], [0.0, 0.0]) == (2.0, 1.0)
+    assert _mean_se([2.0], [0.4]) == (2.0, 0.4)
+    assert _mean_se([1.0, 3.0], [0.6, 0.8])[1] == pytest.approx(math.sqrt(1.0 + 0.25))
+
+
+# ---- point ids ---------------------------------------------------------------------------------
+def test_point_ids_follow_content_not_path(traces, tmp_path):
+    study = get_study("timing")
+    ids = [p.point_id for p in study.points(timing_setup(traces))]
+    assert len(set(ids)) == 4
+    assert ids == [p.point_id for p in study.points(timing_setup(traces))]
+    moved = tmp_path / "elsewhere.h5"
+    shutil.copy(traces["ddpm"].path, moved)
+    setup = timing_setup(traces)
+    setup.traces[0] = TraceInput("ddpm", str(moved), kind="diffusion")
+    assert sorted(p.point_id for p in study.points(setup)) == sorted(ids)
+    other = write_training_step(tmp_path / "other.h5", "ddpm", "diffusion", 3, **TINY)
+    setup.traces[0] = other
+    assert len(set(p.point_id for p in study.points(setup)) & set(ids)) == 2  # resnet only
+
+
+# ---- runner --------------------------------------------------------------------------------------
+def test_local_pool_and_dask_give_identical_results(traces, tmp_path):
+    from distributed import LocalCluster
+
+    setup = timing_setup(traces)
+    local = run_study("timing", setup, folder=tmp_path / "local", workers=2)
+    assert local.ran == 4 and local.reused == 0
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                      host="127.0.0.1", dashboard_address=None) as cluster:
+        address = cluster.scheduler_address                 # what --cluster takes
+        assert address.startswith("tcp://")
+        seen = []
+        dask = run_study("timing", setup, folder=tmp_path / "dask", cluster=address,
+                         progress=lambda done, total, rec: seen.append((done, total)))
+    assert seen[-1] == (4, 4)
+    inline = run_study("timing", setup, workers=0)
+    assert [r["point_id"] for r in local.records] == sorted(r["point_id"]
+                                                            for r in local.records)
+    assert metrics(local.records) == metrics(dask.records) == metrics(inline.records)
+    assert all(r["status"] == "ok" for r in local.records)
+    # a longer tRCD never makes the same trace faster
+    by = {(r["label"], r["tags"]["value"]): r["metrics"] for r in local.records}
+    for label in ("ddpm", "resnet"):
+        assert by[label, 14]["step_time_ns"] >= by[label, 10]["step_time_ns"]
+
+
+def test_resume_after_interruption_recomputes_nothing_finished(traces, tmp_path):
+    setup = timing_setup(traces, values=(10, 12, 14))     # 6 points
+    out = tmp_path / "study"
+    done: list[str] = []
+    with pytest.raises(SimulationCancelled):
+        run_study("timing", setup, folder=out, workers=0,
+                  progress=lambda d, t, rec: done.append(rec["point_id"]),
+                  cancel=lambda: len(done) >= 2)
+    assert len(done) == 2
+    first = metrics(ResultsFolder(out).records())
+    assert set(first) == set(done)
+    ran: list[str] = []
+    again = run_study("timing", setup, folder=out, workers=0,
+                      progress=lambda d, t, rec: ran.append(rec["point_id"]))
+    assert (again.ran, again.reused) == (4, 2)
+    assert not set(ran) & set(done)
+    assert len(again.records) == 6
+    assert {k: metrics(again.records)[k] for k in first} == first
+    # a torn last line (crash mid-write) is skipped and only that point runs again
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) == 6
+    (out / "results.jsonl").write_text("".join(lines[:-1]) + lines[-1][:40])
+    third = run_study("timing", setup, folder=out, workers=0)
+    assert (third.ran, third.reused) == (1, 5)
+    assert metrics(third.records) == metrics(again.records)
+
+
+def test_study_in_project_resumes_and_reports(traces, tmp_path):
+    from projects.store import Project
+
+    setup = timing_setup(traces)
+    path = tmp_path / "p.dmproj"
+    with Project.create(path) as p:
+        n = []
+        with pytest.raises(SimulationCancelled):
+            run_study("timing", setup, project=p, study_name="trcd", workers=0,
+                      progress=lambda d, t, rec: n.append(1), cancel=lambda: len(n) >= 1)
+    with Project.open(path) as p:           # the finished point was saved before the cancel
+        assert p.studies() == ["trcd"] and len(p.study_results("trcd")) == 1
+        out = run_study("timing", setup, project=p, study_name="trcd", workers=0)
+        assert (out.ran, out.reused) == (3, 1)
+        p.save()
+        with pytest.raises(Exception, match="not a 'batch' one"):
+            p.put_study("trcd", {"study": "batch", "setup": {}, "points": []})
+    with Project.open(path, readonly=True) as p:
+        document, records = load_project_study(p, "trcd")
+    assert metrics(records) == metrics(out.records)
+    files = render_report(document, records, tmp_path / "report")
+    assert files.html.is_file() and files.pdf.is_file()
+
+
+# ---- every study and its report ------------------------------------------------------------
+def _setup_for(name: str, traces: dict[str, TraceInput]) -> StudySetup:
+    two = [traces["ddpm"], traces["resnet"]]
+    return {
+        "timing": timing_setup(traces),
+        "architecture": StudySetup(two, params={"variants": {
+            "row-major": {"address_mapping": "chrabgbaroco"}}}),
+        "policy": StudySetup(two, params={"variants": {"fcfs": {"scheduler": "fcfs"}}}),
+        "technology": StudySetup(two, params={"configs": ["DDR4-3200", "HBM2"]}),
+        "hotspots": StudySetup([traces["ddpm"]], params={"variants": {
+            "row-major": {"address_mapping": "chrabgbaroco"},
+            "close page": {"page_policy": "close"}}}),
+        "batch": StudySetup([traces["ddpm"], traces["ddpm-b4"]]),
+        "memshare": StudySetup(two, config="HBM2", compute={"utilisation": 0.4}),
+    }[name]
+
+
+@pytest.mark.parametrize("name", list(STUDIES))
+def test_every_study_runs_and_its_report_holds_every_plot(name, traces, tmp_path):
+    out = tmp_path / name
+    outcome = run_study(name, _setup_for(name, traces), folder=out, workers=0)
+    assert outcome.records and all(r["status"] == "ok" for r in outcome.records)
+    document, records = load_results(out)
+    analysis = get_study(name).analyse(document, records)
+    assert analysis.findings and analysis.figures
+    files = render_report(document, records, out)
+    page = files.html.read_text(encoding="utf-8")
+    imgs = re.findall(r"<img alt='([^']*)' src='data:image/png;base64,([A-Za-z0-9+/=]+)'", page)
+    assert [alt for alt, _ in imgs] == [f.title for f in analysis.figures]
+    assert all(len(b64) > 1000 for _, b64 in imgs)
+    for f in analysis.findings:
+        assert f.text.replace("&", "&amp;").replace("'", "&#x27;") in page
+    pdf = files.pdf.read_bytes()
+    assert pdf.startswith(b"%PDF")
+    pages = len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
+    assert pages == files.pdf_pages > len(analysis.figures)
+    if name == "hotspots":
+        assert any(f.title.startswith("Energy flame graph") for f in analysis.figures)
+        by = records[0]["metrics"]
+        for cause, per_bank in by["energy_by_bank_cause_pJ"].items():
+            assert sum(per_bank) == pytest.approx(by["energy_by_cause_pJ"][cause], rel=1e-9)
+
+
+def test_report_is_rebuilt_from_stored_results_alone(traces, tmp_path):
+    out = tmp_path / "t"
+    run_study("timing", timing_setup(traces), folder=out, workers=0)
+    moved = tmp_path / "copy"
+    shutil.copytree(out, moved)
+    a = get_study("timing").analyse(*load_results(out))
+    b = get_study("timing").analyse(*load_results(moved))
+    assert [f.text for f in a.findings] == [f.text for f in b.findings]
+    assert any(f.key == "ratio/tRCD" for f in a.findings)
+
+
+# ---- errors and CLI ----------------------------------------------------------------------
+def test_clear_errors(traces):
+    with pytest.raises(StudyError, match="did you mean 'timing'"):
+        get_study("timming")
+    study = get_study("timing")
+    with pytest.raises(StudyError, match="not a timing parameter.*tRCD"):
+        study.points(StudySetup([traces["ddpm"]], params={"tRCX": [1, 2]}))
+    with pytest.raises(StudyError, match="'channels' is not a timing parameter"):
+        study.points(StudySetup([traces["ddpm"]], params={"channels": [1, 2]}))
+    with pytest.raises(StudyError, match="at least two values"):
+        study.points(StudySetup([traces["ddpm"]], params={"tRCD": [12]}))
+    with pytest.raises(StudyError, match="has no parameter"):
+        get_study("policy").points(StudySetup([traces["ddpm"]], params={"tRCD": [1, 2]}))
+    with pytest.raises(StudyError, match="no batch size"):
+        get_study("batch").points(StudySetup([TraceInput("x", traces["ddpm"].path)]))
+    with pytest.raises(StudyError, match="no such file"):
+        study.points(StudySetup([TraceInput("x", "/nonexistent/t.h5")]))
+    with pytest.raises(StudyError, match="expected LABEL=PATH"):
+        TraceInput.parse("just-a-path.h5")
+    with pytest.raises(StudyError, match="unknown option 'bach'"):
+        TraceInput.parse("a=t.h5,bach=4")
+    assert TraceInput.parse("r=t.h5,batch=64,flops=1e12,kind=cnn") == TraceInput(
+        "r", "t.h5", "cnn", 64, 1e12)
+
+
+def test_cli_runs_lists_and_rebuilds(traces, tmp_path, capsys):
+    from main import main
+
+    assert main(["study", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in STUDIES)
+    out = tmp_path / "cli"
+    args = ["study", "timing", "--trace", f"ddpm={traces['ddpm'].path},kind=diffusion",
+            "--trace", f"resnet={traces['resnet'].path}", "--param", "tRCD=10,14",
+            "--workers", "0", "--out", str(out)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "4 points: 4 simulated, 0 reused" in text and "as sensitive as the CNN" in text
+    assert main(args) == 0
+    assert "0 simulated, 4 reused" in capsys.readouterr().out
+    doc = json.loads((out / "study.json").read_text())
+    assert doc["study"] == "timing" and len(doc["points"]) == 4
+    (out / "report.html").unlink()
+    assert main(["study", "--report", "--out", str(out)]) == 0
+    assert (out / "report.html").is_file()
+    assert main(["study", "nope", "--trace", f"a={traces['ddpm'].path}", "--out",
+                 str(out)]) == 2
+    assert "no study named 'nope'" in capsys.readouterr().err
+    assert main(["study", "timing", "--trace", f"a={traces['ddpm'].path}", "--param",
+                 "tRCD=10,x", "--out", str(tmp_path / "x")]) == 2
+    assert "tRCD = 'x': expected an int" in capsys.readouterr().err
+
+
+def test_workload_summary_fills_batch_and_flops_and_saturate_arrival(tmp_path):
+    import h5py
+
+    from engine.trace import TraceChunk, write_trace
+
+    path = tmp_path / "w.h5"
+    n = 2000
+    addr = (np.arange(n, dtype=np.uint64) * 64) % (1 << 22)
+    write_trace(path, TraceChunk.from_arrays(addr, np.arange(n) % 3 == 0,
+                                             np.arange(n, dtype=np.int64) * 50))
+    summary = {"workload": "resnet50", "batch": 32, "flops": {"forward": 1e9, "backward": 2e9},
+               "sample": 0.5, "requests": n, "extrapolated": {"requests": 4 * n}}
+    with h5py.File(path, "r+") as f:
+        f["trace"].attrs["summary"] = json.dumps(summary)
+    t = TraceInput("base", str(path)).resolved()
+    assert (t.kind, t.batch) == ("cnn", 32)
+    assert t.flops == pytest.approx(3e9 / 4)         # the trace holds a quarter of the step
+    assert t.scale == pytest.approx(4.0)
+    assert TraceInput("base", str(path), batch=8, kind="other").resolved().batch == 8
+    timed = run_study("technology", StudySetup([t], params={"configs": ["DDR4-3200", "HBM2"]}),
+                      workers=0)
+    sat = run_study("technology", StudySetup([t], params={"configs": ["DDR4-3200", "HBM2"]},
+                                             arrival="saturate"), workers=0)
+    for a, b in zip(timed.records, sat.records):
+        # 50 cycles between requests is far slower than either memory serves them
+        assert b["metrics"]["cycles"] < a["metrics"]["cycles"] / 5
+        assert b["metrics"]["reads"] == a["metrics"]["reads"]
+    assert {p["arrival"] for p in sat.document["points"]} == {"saturate"}
+    share = get_study("memshare").points(StudySetup([t]))
+    assert {p.arrival for p in share} == {"saturate"}
+    with pytest.raises(StudyError, match="arrival"):
+        StudySetup([t], arrival="fast")

@@ -163,7 +163,9 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
     if budget is None:
         budget = Budget(evaluations=10 ** 12)          # the step count alone limits the run
     steps = st.steps if budget.evaluations is None else min(st.steps, budget.evaluations)
-    tracker = Tracker(NAME, budget, progress, cancel)
+    # keep a little of a time budget for the final repair and exact evaluation
+    tracker = Tracker(NAME, budget if budget.seconds is None else
+                      Budget(budget.evaluations, 0.95 * budget.seconds), progress, cancel)
     gen = torch.Generator().manual_seed(seed)
     model = _Model(space, gen)
     opt = Adam(model.params(), lr=st.lr_start)

@@ -38,7 +38,14 @@ Layout, schema version 1 (integers; :data:`SCHEMA_VERSION`)::
                                     scalar string dataset: the result record JSON of one point
                                     (engine.studies.jobs.run_point + tags), attribute status
                                     ("ok" | "error"); written as each point finishes
-    /optimizer_runs                 NX_class="NXcollection", reserved (empty)
+    /optimizer_runs                 NX_class="NXcollection"
+    /optimizer_runs/<run_id>        NX_class="NXentry", kind="optimizer", settings=<JSON:
+                                    network, hardware, method, seed, budget>, schedule=<the
+                                    schedule file's JSON (optimizer.methods.schedule_json)>,
+                                    created, app_version
+    /optimizer_runs/<run_id>/history/<field>
+                                    [steps] progress curves: step, evaluations, elapsed_s,
+                                    loss, edp, best_edp, tau, violation, fused
 
 Everything is data: numbers in datasets and attributes, structured values as JSON strings.
 Nothing is pickled.
@@ -86,7 +93,8 @@ STUDIES = "studies"
 OPTIMIZER_RUNS = "optimizer_runs"
 TOP_GROUPS = (CONFIGS, TRACES, RUNS, STUDIES, OPTIMIZER_RUNS)
 #: Entity kinds accepted by Project.rename/delete/duplicate -> their group.
-KINDS = {"config": CONFIGS, "trace": TRACES, "run": RUNS, "study": STUDIES}
+KINDS = {"config": CONFIGS, "trace": TRACES, "run": RUNS, "study": STUDIES,
+         "optimizer_run": OPTIMIZER_RUNS}
 
 # Config attributes.
 CONFIG_JSON = "config"
@@ -114,6 +122,14 @@ RUN_HIST = "read_latency_hist"
 EPOCH_FIELDS = ("start", "end", "reads_done", "writes_done", "average_read_latency",
                 "row_hit_rate", "bandwidth_GBps")
 EPOCH_BANK_UTILISATION = "bank_utilisation"
+
+# Optimiser runs (optimizer.methods).
+OPT_KIND = "optimizer"
+OPT_SETTINGS = "settings"
+OPT_SCHEDULE = "schedule"
+OPT_HISTORY = "history"
+OPT_HISTORY_FIELDS = ("step", "evaluations", "elapsed_s", "loss", "edp", "best_edp", "tau",
+                      "violation", "fused")
 
 # Study attributes and members (engine.studies).
 STUDY_KIND = "study"               # value of the kind attribute

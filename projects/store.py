@@ -41,7 +41,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import h5py
 import numpy as np
@@ -720,6 +720,54 @@ class Project:
             except ValueError as e:
                 raise ProjectError(f"study {name!r}, point {pid}: corrupt result: {e}",
                                    path=self.path) from None
+        return out
+
+    # ---- optimiser runs (optimizer.methods) ----------------------------------------------------
+    def add_optimizer_run(self, run_id: str | None, settings: dict[str, Any],
+                          schedule: dict[str, Any], history: Sequence[Any] = ()) -> str:
+        """Store an optimiser run: its settings, the schedule file's JSON and the progress
+        curves (records with the fields of :data:`schema.OPT_HISTORY_FIELDS`: dicts or
+        objects such as optimizer.search.Progress).  Returns the run id."""
+        if not run_id:
+            run_id = datetime.now().strftime("opt-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        self._check_free("optimizer_run", run_id)
+        h5 = self._writable()
+        g = h5[S.OPTIMIZER_RUNS].create_group(run_id)
+        try:
+            g.attrs[S.ATTR_NX_CLASS] = "NXentry"
+            g.attrs[S.RUN_KIND] = S.OPT_KIND
+            g.attrs[S.OPT_SETTINGS] = S.to_json(dict(settings))
+            g.attrs[S.OPT_SCHEDULE] = S.to_json(schedule)
+            g.attrs[S.ATTR_CREATED] = _now()
+            g.attrs[S.ATTR_APP_VERSION] = APP_VERSION
+            hist = g.create_group(S.OPT_HISTORY)
+            for f in S.OPT_HISTORY_FIELDS:
+                values = [r.get(f) if isinstance(r, dict) else getattr(r, f, None)
+                          for r in history]
+                hist.create_dataset(f, data=np.asarray(
+                    [np.nan if v is None else v for v in values], dtype=np.float64))
+        except Exception:
+            del h5[S.OPTIMIZER_RUNS][run_id]
+            raise
+        return run_id
+
+    def optimizer_runs(self) -> list[str]:
+        return self.names("optimizer_run")
+
+    def load_optimizer_run(self, run_id: str) -> dict[str, Any]:
+        """An optimiser run as plain data: ``settings``, ``schedule`` (dicts) and ``history``
+        (field -> numpy array)."""
+        g = self._get("optimizer_run", run_id)
+        try:
+            out = {"run_id": run_id, "settings": _jload(g.attrs.get(S.OPT_SETTINGS), {}),
+                   "schedule": _jload(g.attrs.get(S.OPT_SCHEDULE), {}),
+                   "created": S.attr_str(g.attrs.get(S.ATTR_CREATED, "")),
+                   "app_version": S.attr_str(g.attrs.get(S.ATTR_APP_VERSION, ""))}
+        except ValueError as e:
+            raise ProjectError(f"optimizer run {run_id!r} is corrupt: {e}",
+                               path=self.path) from None
+        out["history"] = ({k: v[()] for k, v in g[S.OPT_HISTORY].items()}
+                          if S.OPT_HISTORY in g else {})
         return out
 
     def __repr__(self) -> str:

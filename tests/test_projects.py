@@ -324,3 +324,32 @@ def test_no_qt_imports():
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_optimizer_run_round_trip(tmp_path):
+    """An optimiser run (settings, schedule JSON, progress curves) survives save and reopen,
+    and takes part in rename / duplicate / delete like the other entities."""
+    from optimizer.search import Progress
+    path = tmp_path / "opt.dmproj"
+    schedule = {"network": "resnet18", "edp": 1.5e16, "valid": True,
+                "layers": [{"name": "conv1", "energy_pj": 3.0}], "fused_edges": [["a", "b"]]}
+    history = [Progress("fadiff", i + 1, 2 * (i + 1), 0.1 * i, 10.0 - i, 1e17 / (i + 1),
+                        1e17 / (i + 1), tau=1.0 - 0.1 * i, violation=0.0, fused=0.5)
+               for i in range(5)]
+    with Project.create(path) as p:
+        rid = p.add_optimizer_run("first", {"network": "resnet18", "method": "fadiff",
+                                            "seed": 3}, schedule, history)
+        assert rid == "first" and p.optimizer_runs() == ["first"]
+        p.save()
+    with Project.open(path) as p:
+        run = p.load_optimizer_run("first")
+        assert run["settings"]["seed"] == 3
+        assert run["schedule"] == schedule
+        assert list(run["history"]["step"]) == [1, 2, 3, 4, 5]
+        assert run["history"]["tau"][-1] == pytest.approx(0.6)
+        p.duplicate("optimizer_run", "first", "copy")
+        p.rename("optimizer_run", "first", "renamed")
+        p.delete("optimizer_run", "copy")
+        assert p.optimizer_runs() == ["renamed"]
+        with pytest.raises(ProjectError, match="already exists"):
+            p.add_optimizer_run("renamed", {}, schedule)

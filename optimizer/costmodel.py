@@ -344,6 +344,27 @@ class NetworkCosts:
     edp: torch.Tensor               # pJ x cycles
 
 
+def roofline(c: LayerCosts, dram_reads: torch.Tensor, dram_writes: torch.Tensor,
+             sp_extra: torch.Tensor | float, hw: GemminiHardware):
+    """Per-layer cycles (compute, DRAM, scratchpad, accumulator and their maximum) and energy
+    by level, from the access counts and the DRAM traffic after fusion."""
+    compute = c.macs / c.pes_used
+    dram_cyc = (dram_reads + dram_writes) / hw.dram_bw
+    sp_cyc = (c.sp_w_reads + c.sp_w_fills + c.sp_i_reads + c.sp_i_fills + sp_extra) / hw.sp_bw
+    acc_cyc = (c.acc_o_reads + c.acc_o_fills + c.acc_o_updates) / c.ks / hw.acc_bw
+    cycles = torch.maximum(torch.maximum(compute, dram_cyc), torch.maximum(sp_cyc, acc_cyc))
+    parts = {
+        "DRAM": dram_reads * hw.e_dram_read + dram_writes * hw.e_dram_write,
+        "Scratchpad": (c.sp_w_reads + c.sp_i_reads) * hw.e_sp_read
+        + (c.sp_w_fills + c.sp_i_fills + sp_extra) * hw.e_sp_write,
+        "Accumulator": c.acc_o_reads * hw.e_acc_read
+        + (c.acc_o_fills + c.acc_o_updates) * hw.e_acc_write,
+        "Registers": c.reg_w_reads * hw.e_reg_read + c.reg_w_fills * hw.e_reg_write,
+        "MACC": c.macs * hw.e_mac,
+    }
+    return compute, dram_cyc, sp_cyc, acc_cyc, cycles, parts
+
+
 def network_costs(lb: LayerBatch, mt: MappingTensors, hw: GemminiHardware,
                   fg: FusionGraph | None = None, sigma: torch.Tensor | None = None
                   ) -> NetworkCosts:
@@ -382,20 +403,8 @@ def combine(c: LayerCosts, lb: LayerBatch, hw: GemminiHardware, fg: FusionGraph 
         keep = torch.cat([sig, res_keep, zero, one], -1)[..., fg.uses_idx].prod(-1)
         sp_extra = keep * lb.size_o
         dram_writes = dram_writes - sp_extra
-    compute = c.macs / c.pes_used
-    dram_cyc = (dram_reads + dram_writes) / hw.dram_bw
-    sp_cyc = (c.sp_w_reads + c.sp_w_fills + c.sp_i_reads + c.sp_i_fills + sp_extra) / hw.sp_bw
-    acc_cyc = (c.acc_o_reads + c.acc_o_fills + c.acc_o_updates) / c.ks / hw.acc_bw
-    cycles = torch.maximum(torch.maximum(compute, dram_cyc), torch.maximum(sp_cyc, acc_cyc))
-    parts = {
-        "DRAM": dram_reads * hw.e_dram_read + dram_writes * hw.e_dram_write,
-        "Scratchpad": (c.sp_w_reads + c.sp_i_reads) * hw.e_sp_read
-        + (c.sp_w_fills + c.sp_i_fills + sp_extra) * hw.e_sp_write,
-        "Accumulator": c.acc_o_reads * hw.e_acc_read
-        + (c.acc_o_fills + c.acc_o_updates) * hw.e_acc_write,
-        "Registers": c.reg_w_reads * hw.e_reg_read + c.reg_w_fills * hw.e_reg_write,
-        "MACC": c.macs * hw.e_mac,
-    }
+    compute, dram_cyc, sp_cyc, acc_cyc, cycles, parts = roofline(c, dram_reads, dram_writes,
+                                                                 sp_extra, hw)
     energy = sum(parts.values())
     total_cycles = cycles.sum(-1)
     total_energy = energy.sum(-1)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from optimizer.costmodel import DTYPE, LayerCosts, capacity_violations, combine, layer_costs
+from optimizer.costmodel import (DTYPE, LayerCosts, capacity_violations, combine, layer_costs,
+                                 roofline)
 from optimizer.search import Tracker, batch_score
 from optimizer.space import SearchSpace, repair_fusion
 
@@ -75,19 +76,8 @@ def _score_layer(space: SearchSpace, i: int, cand: np.ndarray, fused: list[int],
         reads = reads + base_reads
         sp_extra = float(nc.sp_extra_writes[i])
         writes = writes - sp_extra
-        compute = c.macs / c.pes_used
-        cyc = torch.maximum(torch.maximum(compute, (reads + writes) / hw.dram_bw),
-                            torch.maximum((c.sp_w_reads + c.sp_w_fills + c.sp_i_reads
-                                           + c.sp_i_fills + sp_extra) / hw.sp_bw,
-                                          (c.acc_o_reads + c.acc_o_fills + c.acc_o_updates)
-                                          / c.ks / hw.acc_bw))
-        energy = (reads * hw.e_dram_read + writes * hw.e_dram_write
-                  + (c.sp_w_reads + c.sp_i_reads) * hw.e_sp_read
-                  + (c.sp_w_fills + c.sp_i_fills + sp_extra) * hw.e_sp_write
-                  + c.acc_o_reads * hw.e_acc_read
-                  + (c.acc_o_fills + c.acc_o_updates) * hw.e_acc_write
-                  + c.reg_w_reads * hw.e_reg_read + c.reg_w_fills * hw.e_reg_write
-                  + c.macs * hw.e_mac)
+        *_, cyc, parts = roofline(c, reads, writes, sp_extra, hw)
+        energy = sum(parts.values())
         viol = sum(v for v in capacity_violations(c, hw).values())
         feasible &= viol == 0
         # fused group: the scratchpad tiles of all its layers fit together

@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from optimizer.costmodel import (DTYPE, FusionGraph, LayerBatch, MappingTensors,
+from optimizer.costmodel import (FusionGraph, LayerBatch, MappingTensors,
                                  alignment_mismatch, capacity_violations, layer_costs)
 from optimizer.errors import MappingError
 from optimizer.hardware import GemminiHardware

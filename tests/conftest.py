@@ -22,3 +22,28 @@ def shared_dir() -> Path:
         pytest.skip(f"shared reference data not found at {SHARED_DIR} "
                     "(the shared/ folder beside the repository is not checked out)")
     return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def timeloop_explicit(shared_dir: Path) -> list[dict]:
+    """The explicit-mapping entries of the Timeloop reference, each with the parsed layer,
+    mapping and hardware: (entry, Layer, LayerMapping, GemminiHardware)."""
+    import json
+
+    from optimizer.hardware import from_reference_arch
+    from optimizer.mapping import LayerMapping
+    from optimizer.workload import DIMS, Layer
+    path = shared_dir / "reference" / "costmodel" / "reference.json"
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    ref = json.loads(path.read_text())
+    archs = {k: from_reference_arch(k, v) for k, v in ref["architectures"].items()}
+    out = []
+    for entry in ref["entries"]:
+        if entry["kind"] != "explicit_mapping":
+            continue
+        dims = entry["layer_dims"]
+        layer = Layer("L", "conv", {d: dims[d] for d in DIMS}, dims["stride"])
+        out.append((entry, layer, LayerMapping.from_notation(entry["mapping"]),
+                    archs[entry["arch"]]))
+    return out

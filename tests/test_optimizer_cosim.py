@@ -11,7 +11,7 @@ from optimizer import cosim
 from optimizer.costmodel import evaluate_schedule
 from optimizer.dma_trace import LAYOUTS, Placement, layer_requests, schedule_requests
 from optimizer.errors import OptimizerError
-from optimizer.hardware import from_reference_arch, load_hardware
+from optimizer.hardware import load_hardware
 from optimizer.mapping import LayerMapping, Schedule
 from optimizer.polish import polish
 from optimizer.space import SearchSpace
@@ -20,25 +20,11 @@ from optimizer.workload import DIMS, Layer, Network
 MAX_BYTES = 3_000_000        # keep the test fast: skip the huge GEMM mappings
 
 
-def _reference(shared_dir):
-    path = shared_dir / "reference" / "costmodel" / "reference.json"
-    if not path.exists():
-        pytest.skip("../shared/reference/costmodel/reference.json not available")
-    return json.loads(path.read_text())
-
-
-def test_one_layer_trace_moves_exactly_the_bytes_the_model_counts(shared_dir):
-    ref = _reference(shared_dir)
-    archs = {k: from_reference_arch(k, v) for k, v in ref["architectures"].items()}
+def test_one_layer_trace_moves_exactly_the_bytes_the_model_counts(timeloop_explicit):
     checked = 0
-    for entry in ref["entries"]:
-        if entry["kind"] != "explicit_mapping":
-            continue
-        dims = entry["layer_dims"]
-        layer = Layer("L", "conv", {d: dims[d] for d in DIMS}, dims["stride"])
+    for entry, layer, m, hw in timeloop_explicit:
         net = Network("one", [layer])
-        m = LayerMapping.from_notation(entry["mapping"])
-        res = evaluate_schedule(net, Schedule("one", {"L": m}), archs[entry["arch"]])
+        res = evaluate_schedule(net, Schedule("one", {"L": m}), hw)
         lr = res.layers[0]
         if lr.dram_reads + lr.dram_writes > MAX_BYTES:
             continue

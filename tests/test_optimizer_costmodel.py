@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,26 +91,10 @@ def test_window_does_not_slide_past_a_reused_loop():
     assert res.valid
 
 
-def _reference_entries(shared_dir: Path):
-    path = shared_dir / "reference" / "costmodel" / "reference.json"
-    if not path.exists():
-        pytest.skip("../shared/reference/costmodel/reference.json not available")
-    return json.loads(path.read_text())
-
-
-def test_counts_equal_timeloop_on_the_reference_mappings(shared_dir):
-    from optimizer.hardware import from_reference_arch
-    ref = _reference_entries(shared_dir)
-    archs = {k: from_reference_arch(k, v) for k, v in ref["architectures"].items()}
-    checked = 0
-    for entry in ref["entries"]:
-        if entry["kind"] != "explicit_mapping":
-            continue
-        dims = entry["layer_dims"]
-        layer = Layer("L", "conv", {d: dims[d] for d in DIMS}, dims["stride"])
-        m = LayerMapping.from_notation(entry["mapping"])
+def test_counts_equal_timeloop_on_the_reference_mappings(timeloop_explicit):
+    for entry, layer, m, hw in timeloop_explicit:
         lb = LayerBatch.from_network(Network("n", [layer]))
-        nc = network_costs(lb, MappingTensors.from_mappings([m]), archs[entry["arch"]])
+        nc = network_costs(lb, MappingTensors.from_mappings([m]), hw)
         ours = level_counts(nc.layer, 0)
         for level, data in entry["results"]["per_level"].items():
             for tensor, counts in data["tensors"].items():
@@ -121,8 +104,7 @@ def test_counts_equal_timeloop_on_the_reference_mappings(shared_dir):
         assert float(nc.total_cycles) == pytest.approx(entry["results"]["cycles"], abs=2)
         assert float(nc.total_energy) == pytest.approx(entry["results"]["energy_pJ"],
                                                        rel=1e-6)
-        checked += 1
-    assert checked == 36
+    assert len(timeloop_explicit) == 36
 
 
 # ---- fusion --------------------------------------------------------------------------------

@@ -1,0 +1,459 @@
+"""From a workload name to a DRAM request trace on disk, streamed in chunks.
+
+Pipeline: build the model on ``meta`` -> capture one training step (capture.py) -> place the
+storages in an address space (allocator.py) -> time the operators (timing.py) -> for each
+operator, expand it into 64-byte requests (expand.py), filter them through the on-chip cache
+(cache.py), give them arrival cycles and tags -> append to the HDF5 trace.
+
+The HDF5 file holds the trace group ``trace`` in the layout :mod:`engine.trace` reads
+(``addr``, ``cycle``, ``is_write``, ``stream``), so the engine simulates it directly, plus
+parallel per-request tag datasets ``phase``, ``op`` and ``role`` (indices into the group
+attributes ``phase_names`` / ``role_names`` and the ``ops`` group), and the JSON summary in
+the group attribute ``summary``.
+
+Sampled mode (``sample=F``) cuts the step's issued request stream -- every operator's
+requests before the cache, in issue (time) order -- into about ``windows`` windows and keeps
+a fraction F of them, evenly spaced from an offset drawn from ``seed`` (systematic sampling,
+deterministic for a seed), stratified by phase: each phase's requests get their share of the
+windows and at least one kept window, so a phase small in bytes (the optimizer) is never
+missed.  Only operators overlapping a kept window
+are expanded, and only the requests inside kept windows are written, at the arrival times
+they have in the full trace.  Before each kept window the cache is warmed with the requests
+just before it (``WARMUP_FACTOR`` times the cache's capacity in lines, filtered but not
+written), so the window sees the cache it would see in the full run.  Totals are
+extrapolated per phase and direction with a ratio estimator: the DRAM reads (writes) in the
+kept windows scaled by (lines read (written) by all operators) / (lines read (written) in
+the kept windows) -- the lines each operator issues are known exactly from the capture; the
+final write-back of the cache is added unscaled.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from engine.errors import DiffMemError
+from engine.fileio import fsync_dir, json_default
+from engine.trace import HDF5_CHUNK, HDF5_FORMAT_NAME, HDF5_VERSION
+
+log = logging.getLogger(__name__)
+
+DTYPES = ("float32", "bfloat16", "float16")
+DEFAULT_MEMORY = "HBM2"
+#: In sampled mode, the cache is warmed before each sampled window by running the preceding
+#: operators through it (without writing their requests) until they issued this many times
+#: the cache's capacity in lines.
+WARMUP_FACTOR = 2
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class TraceSpec:
+    """What to trace and how."""
+
+    workload: str
+    batch: int
+    resolution: int | None = None
+    size: str = "paper"                      # "paper" (published config) or "tiny"
+    overrides: dict[str, Any] = field(default_factory=dict)
+    dtype: str = "float32"
+    sample: float | None = None              # fraction of operators expanded (None: all)
+    windows: int = 4000                      # sampled mode: windows the stream is cut into
+    seed: int = 0
+    cache_bytes: int = 40 * 1024 * 1024      # on-chip cache in front of DRAM (0: none)
+    cache_ways: int = 16
+    memory: str = DEFAULT_MEMORY             # memory config: clock and capacity
+    chunk: int = 1 << 20                     # requests written per HDF5 append
+    compression: str | None = "lzf"          # HDF5 filter: "lzf" (fast), "gzip" or None
+
+    def check(self) -> None:
+        if self.dtype not in DTYPES:
+            raise DiffMemError(f"dtype {self.dtype!r}: expected one of {', '.join(DTYPES)}")
+        if self.sample is not None and not 0.0 < self.sample <= 1.0:
+            raise DiffMemError(f"sample fraction {self.sample}: expected a number in (0, 1]")
+        if self.windows <= 0:
+            raise DiffMemError(f"sampling windows {self.windows}: expected a positive count")
+        if self.compression not in ("lzf", "gzip", None):
+            raise DiffMemError(f"compression {self.compression!r}: expected 'lzf', 'gzip' "
+                               "or None")
+        if self.cache_bytes < 0:
+            raise DiffMemError(f"cache size {self.cache_bytes}: expected >= 0 bytes")
+
+
+def select_windows(n_windows: int, sample: float | None, seed: int) -> np.ndarray:
+    """Indices of the kept windows: round(sample x n_windows) of them (at least one), evenly
+    spaced from an offset drawn from ``seed``; all of them without ``sample``."""
+    if sample is None or sample >= 1.0:
+        return np.arange(n_windows, dtype=np.int64)
+    pick = min(n_windows, max(1, int(round(sample * n_windows))))
+    u = np.random.default_rng(seed).random()
+    return np.floor((np.arange(pick) + u) * n_windows / pick).astype(np.int64)
+
+
+def _intervals_mask(g0: int, n: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Mask of positions g0..g0+n-1 lying in any [starts[i], ends[i]) (sorted, disjoint)."""
+    g = np.arange(g0, g0 + n, dtype=np.int64)
+    if starts.shape[0] == 0:
+        return np.zeros(n, np.bool_)
+    k = np.searchsorted(starts, g, side="right") - 1
+    return (k >= 0) & (g < ends[np.maximum(k, 0)])
+
+
+def _kept_intervals(lines_per_op: np.ndarray, phase_of: np.ndarray, windows: int,
+                    sample: float | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kept [lo, hi) intervals of the issued stream, sorted, disjoint; stratified by phase.
+
+    Each phase's requests (its operators' stretches of the stream, joined) are cut into
+    windows -- the phase's share of ``windows``, at least one -- and kept by
+    :func:`select_windows`; a window spanning several operators maps to several intervals.
+    """
+    starts = np.concatenate([[0], np.cumsum(lines_per_op)])
+    total = int(starts[-1])
+    lo_parts, hi_parts = [], []
+    for k, p in enumerate(np.unique(phase_of)):
+        ops = np.flatnonzero((phase_of == p) & (lines_per_op > 0))
+        if not ops.shape[0]:
+            continue
+        sub = np.concatenate([[0], np.cumsum(lines_per_op[ops])])     # phase coordinates
+        n_sub = int(sub[-1])
+        n_win = max(1, int(round(windows * n_sub / max(total, 1))))
+        wlen = -(-n_sub // n_win)
+        kept = select_windows(-(-n_sub // wlen), sample, seed + 7919 * k)
+        for a, b in zip(kept * wlen, np.minimum((kept + 1) * wlen, n_sub)):
+            i0 = int(np.searchsorted(sub, a, side="right")) - 1
+            i1 = int(np.searchsorted(sub, b, side="left"))
+            for i in range(i0, i1):
+                lo = max(int(a), int(sub[i]))
+                hi = min(int(b), int(sub[i + 1]))
+                if hi > lo:
+                    g = int(starts[ops[i]]) - int(sub[i])
+                    lo_parts.append(lo + g)
+                    hi_parts.append(hi + g)
+    order = np.argsort(lo_parts, kind="stable")
+    lo_arr = np.array(lo_parts, np.int64)[order]
+    hi_arr = np.array(hi_parts, np.int64)[order]
+    if lo_arr.shape[0] > 1:                      # merge touching intervals
+        new = np.concatenate([[True], lo_arr[1:] > hi_arr[:-1]])
+        hi_arr = np.maximum.reduceat(hi_arr, np.flatnonzero(new))
+        lo_arr = lo_arr[new]
+    return lo_arr, hi_arr
+
+
+class _Writer:
+    """Streams the trace and its tags into an HDF5 file, atomically replaced at the end."""
+
+    NAMES = (("addr", "<u8"), ("cycle", "<u8"), ("is_write", "u1"), ("stream", "<u2"),
+             ("phase", "u1"), ("op", "<u4"), ("role", "u1"))
+
+    def __init__(self, path: Path, compression: str | None) -> None:
+        import h5py
+        self.path = path
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        self.tmp = Path(tmp)
+        self.h5 = h5py.File(self.tmp, "w")
+        self.group = self.h5.create_group("trace")
+        opts: dict[str, Any] = {"compression": compression,
+                                "shuffle": compression is not None}
+        if compression == "gzip":
+            opts["compression_opts"] = 4
+        self.ds = {name: self.group.create_dataset(
+            name, shape=(0,), maxshape=(None,), dtype=dt, chunks=(HDF5_CHUNK,), **opts)
+            for name, dt in self.NAMES}
+        self.n = 0
+
+    def append(self, cols: dict[str, np.ndarray]) -> None:
+        m = self.n + cols["addr"].shape[0]
+        for name, ds in self.ds.items():
+            ds.resize((m,))
+            ds[self.n:m] = cols[name]
+        self.n = m
+
+    def finish(self, attrs: dict[str, Any], ops: dict[str, np.ndarray]) -> None:
+        g = self.group
+        g.attrs["format"] = HDF5_FORMAT_NAME
+        g.attrs["version"] = HDF5_VERSION
+        g.attrs["clock"] = "memory"
+        g.attrs["count"] = self.n
+        for k, v in attrs.items():
+            g.attrs[k] = v
+        og = self.h5.create_group("ops")
+        for k, v in ops.items():
+            og.create_dataset(k, data=v, compression="gzip" if v.size > 1024 else None)
+        self.h5.close()
+        with self.tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(self.tmp, 0o644)
+        os.replace(self.tmp, self.path)
+        fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        try:
+            self.h5.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
+class _Stats:
+    """Running counts for the summary."""
+
+    def __init__(self, row_bytes: int) -> None:
+        from engine.workloads.capture import PHASES, ROLES
+        self.shape = (len(PHASES), len(ROLES), 2)
+        self.dram = np.zeros(self.shape, np.int64)        # requests by phase, role, write
+        self.flushed = np.zeros(self.shape, np.int64)     # of which the final cache flush
+        self.requests = 0
+        self.sequential = 0
+        self.same_row = 0
+        self.prev = -1
+        self.row_bytes = row_bytes
+        self.first_cycle: int | None = None
+        self.last_cycle: int | None = None
+
+    def add(self, addr: np.ndarray, is_write: np.ndarray, phase: np.ndarray, role: np.ndarray,
+            cycle: np.ndarray, flush: bool = False) -> None:
+        n = addr.shape[0]
+        if not n:
+            return
+        idx = (phase.astype(np.int64) * self.shape[1] + role) * 2 + is_write
+        counts = np.bincount(idx, minlength=self.dram.size).reshape(self.shape)
+        self.dram += counts
+        if flush:
+            self.flushed += counts
+        a = addr.astype(np.int64)
+        prev = np.concatenate([[self.prev], a[:-1]])
+        self.sequential += int(np.count_nonzero(a == prev + 64))
+        self.same_row += int(np.count_nonzero((a // self.row_bytes == prev // self.row_bytes)
+                                              & (prev >= 0)))
+        self.prev = int(a[-1])
+        self.requests += n
+        if self.first_cycle is None:
+            self.first_cycle = int(cycle[0])
+        self.last_cycle = int(cycle[-1])
+
+
+def _bytes_table(counts: np.ndarray, scale: np.ndarray | None = None) -> dict[str, Any]:
+    """{"by_phase": {phase: {"read": B, "write": B}}, "by_role": ..., "read": B, "write": B}."""
+    from engine.workloads.capture import PHASES, ROLES
+    c = counts.astype(np.float64) * 64.0
+    if scale is not None:
+        c = c * scale[:, None, :]
+    as_num: Callable[[float], Any] = (lambda x: int(round(x))) if scale is None else float
+    return {
+        "read": as_num(c[..., 0].sum()), "write": as_num(c[..., 1].sum()),
+        "by_phase": {p: {"read": as_num(c[i, :, 0].sum()), "write": as_num(c[i, :, 1].sum())}
+                     for i, p in enumerate(PHASES)},
+        "by_role": {r: {"read": as_num(c[:, j, 0].sum()), "write": as_num(c[:, j, 1].sum())}
+                    for j, r in enumerate(ROLES)},
+    }
+
+
+def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
+                   progress: Progress | None = None) -> dict[str, Any]:
+    """Capture ``spec``'s training step and write its DRAM trace to ``out`` (HDF5).
+
+    Returns the summary (also stored in the file): DRAM bytes read/written by phase and
+    role, request count, footprint, sequential-run length, row locality, and, in sampled
+    mode, the extrapolated full-step totals.
+    """
+    import torch
+
+    from engine.config import load_config
+    from engine.workloads import registry
+    from engine.workloads.allocator import place
+    from engine.workloads.cache import CacheFilter
+    from engine.workloads.capture import PHASES, ROLES, capture_step
+    from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
+    from engine.workloads.timing import Accelerator, schedule
+
+    spec.check()
+    out_path = Path(out)
+    if out_path.is_dir():
+        raise DiffMemError(f"{out_path}: is a folder, expected a trace file name (.h5)")
+    if not out_path.parent.is_dir():
+        raise DiffMemError(f"{out_path}: folder {out_path.parent} does not exist")
+    mem = load_config(spec.memory)
+    dtype = getattr(torch, spec.dtype)
+    wl, cfg, model, inputs = registry.build(spec.workload, batch=spec.batch,
+                                            resolution=spec.resolution, size=spec.size,
+                                            overrides=spec.overrides, dtype=dtype)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, foreach=False)
+    cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
+    placement = place(cap)
+    roles = np.array([s.role for s in cap.storages], np.uint8)
+    acc = Accelerator()
+    start_ns, dur_ns = schedule(cap.ops, acc)
+    phase_of = np.array([op.phase for op in cap.ops], np.int64)
+    issued = np.zeros((len(cap.ops), 2), np.int64)
+    for op in cap.ops:
+        issued[op.index] = count_lines(op, placement.base)
+    op_start = np.concatenate([[0], np.cumsum(issued.sum(axis=1))])    # stream position
+    stream_total = int(op_start[-1])
+    sampled = spec.sample is not None and spec.sample < 1.0
+    if sampled:
+        keep_lo, keep_hi = _kept_intervals(issued.sum(axis=1), phase_of, spec.windows,
+                                           spec.sample, spec.seed)
+        budget = WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES
+        warm_lo = np.maximum(np.concatenate([[0], keep_hi[:-1]]), keep_lo - budget)
+        warm_lo, warm_hi = warm_lo[warm_lo < keep_lo], keep_lo[warm_lo < keep_lo]
+    else:
+        keep_lo = np.zeros(1, np.int64)
+        keep_hi = np.full(1, stream_total, np.int64)
+        warm_lo = warm_hi = np.zeros(0, np.int64)
+
+    def overlaps(lo: np.ndarray, hi: np.ndarray, a: int, b: int) -> bool:
+        k = int(np.searchsorted(hi, a, side="right"))
+        return k < lo.shape[0] and int(lo[k]) < b
+
+    expanded = np.array([overlaps(keep_lo, keep_hi, int(op_start[i]), int(op_start[i + 1]))
+                         for i in range(len(cap.ops))], np.bool_)
+    warming = np.array([not expanded[i] and overlaps(warm_lo, warm_hi, int(op_start[i]),
+                                                     int(op_start[i + 1]))
+                        for i in range(len(cap.ops))], np.bool_)
+    kept_issued = np.zeros((len(PHASES), 2), np.int64)     # lines issued in kept windows
+
+    capacity = int(mem.capacity_bytes)
+    folded = placement.peak_bytes > capacity
+    if folded:
+        log.warning("footprint %.3g GB exceeds the %s capacity %.3g GB: addresses are folded "
+                    "modulo the capacity", placement.peak_bytes / 1e9, mem.name, capacity / 1e9)
+    row_bytes = int(mem.columns_eff * mem.bus_width // 8)
+    cache = CacheFilter(spec.cache_bytes, spec.cache_ways)
+    stats = _Stats(row_bytes)
+    dram_per_op = np.zeros(len(cap.ops), np.int64)
+    tck = float(mem.tCK)
+    writer = _Writer(out_path, spec.compression)
+    buf: list[dict[str, np.ndarray]] = []
+    buffered = 0
+
+    def emit(f: Any, cycles: np.ndarray, flush: bool = False) -> None:
+        nonlocal buffered
+        addr = f.lines.astype(np.uint64) * np.uint64(LINE_BYTES)
+        if folded:
+            addr %= np.uint64(capacity)
+        n = addr.shape[0]
+        stats.add(addr, f.is_write, f.phase, f.role, cycles, flush)
+        buf.append({"addr": addr, "cycle": cycles.astype(np.uint64),
+                    "is_write": f.is_write.view(np.uint8), "stream": np.zeros(n, np.uint16),
+                    "phase": f.phase, "op": f.op, "role": f.role})
+        buffered += n
+        if buffered >= spec.chunk:
+            flush_buffer()
+
+    def flush_buffer() -> None:
+        nonlocal buffered
+        if buf:
+            writer.append({k: np.concatenate([b[k] for b in buf]) for k in buf[0]})
+            buf.clear()
+            buffered = 0
+
+    try:
+        n_ops = len(cap.ops)
+        for op in cap.ops:
+            if progress is not None:
+                progress(op.index, n_ops)
+            if not (expanded[op.index] or warming[op.index]):
+                continue
+            total = int(issued[op.index].sum())
+            g_op = int(op_start[op.index])
+
+            def want(offset: int, n: int) -> bool:
+                a, b = g_op + offset, g_op + offset + n
+                return overlaps(keep_lo, keep_hi, a, b) or overlaps(warm_lo, warm_hi, a, b)
+
+            for part in expand_op(op, placement.base, roles, want=want if sampled else None):
+                n = part.lines.shape[0]
+                done = part.offset
+                g0 = g_op + done
+                if sampled:
+                    keep = _intervals_mask(g0, n, keep_lo, keep_hi)
+                    feed = keep | _intervals_mask(g0, n, warm_lo, warm_hi)
+                    idx = np.flatnonzero(feed)
+                    f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
+                                     op.phase, op.index)
+                    f = f[keep[idx[f.source]]]
+                    f.source = idx[f.source]
+                    kept_issued[op.phase] += np.bincount(part.is_write[keep].view(np.uint8),
+                                                         minlength=2)
+                else:
+                    f = cache.filter(part.lines, part.is_write, part.role, op.phase, op.index)
+                pos = (f.source + done).astype(np.float64)
+                t = start_ns[op.index] + dur_ns[op.index] * (pos + 0.5) / max(total, 1)
+                emit(f, np.floor(t / tck).astype(np.int64))
+                np.add.at(dram_per_op, f.op, 1)
+        f = cache.flush(int(phase_of[-1]) if n_ops else 0, max(n_ops - 1, 0))
+        if f.lines.shape[0]:
+            end = start_ns[-1] + dur_ns[-1] if n_ops else 0.0
+            emit(f, np.full(f.lines.shape[0], int(np.floor(end / tck)), np.int64), flush=True)
+            np.add.at(dram_per_op, f.op, 1)
+        if progress is not None:
+            progress(n_ops, n_ops)
+        flush_buffer()
+
+        issued_by_phase = np.zeros((len(PHASES), 2), np.int64)      # [phase, read/write]
+        np.add.at(issued_by_phase, phase_of, issued)
+        sampled_by_phase = kept_issued if sampled else issued_by_phase
+        summary: dict[str, Any] = {
+            "workload": spec.workload, "description": wl.description,
+            "model_config": _jsonable(cfg), "batch": spec.batch, "dtype": spec.dtype,
+            "parameters": cap.parameters, "total_parameters": cap.total_parameters,
+            "operators": n_ops, "operators_expanded": int(expanded.sum()),
+            "operators_warming": int(warming.sum()),
+            "stream_lines": stream_total,
+            "stream_lines_kept": int(sampled_by_phase.sum()),
+            "sample": spec.sample, "windows": spec.windows, "seed": spec.seed,
+            "memory": mem.name, "tck_ns": tck, "cache_bytes": spec.cache_bytes,
+            "accelerator": asdict(acc),
+            "flops": cap.phase_flops(),
+            "step_time_ns": float(start_ns[-1] + dur_ns[-1]) if n_ops else 0.0,
+            "requests": stats.requests,
+            "reads": int(stats.dram[..., 0].sum()), "writes": int(stats.dram[..., 1].sum()),
+            "first_cycle": stats.first_cycle, "last_cycle": stats.last_cycle,
+            "dram_bytes": _bytes_table(stats.dram),
+            "issued_bytes_all_ops": {p: {"read": int(issued_by_phase[i, 0]) * LINE_BYTES,
+                                         "write": int(issued_by_phase[i, 1]) * LINE_BYTES}
+                                     for i, p in enumerate(PHASES)},
+            "footprint_bytes": placement.peak_bytes,
+            "persistent_bytes": placement.persistent_bytes,
+            "addresses_folded": folded, "capacity_bytes": capacity,
+            "mean_sequential_run": (stats.requests / max(1, stats.requests - stats.sequential)
+                                    if stats.requests else 0.0),
+            "row_bytes": row_bytes,
+            "row_locality": stats.same_row / max(1, stats.requests - 1),
+        }
+        if sampled:
+            scale = np.where(sampled_by_phase > 0,
+                             issued_by_phase / np.maximum(sampled_by_phase, 1), 0.0)
+            est = _bytes_table(stats.dram - stats.flushed, scale)
+            flushed = _bytes_table(stats.flushed)
+            for key in ("by_phase", "by_role"):
+                for k, v in est[key].items():
+                    for d in ("read", "write"):
+                        v[d] += flushed[key][k][d]
+            est["read"] += flushed["read"]
+            est["write"] += flushed["write"]
+            summary["extrapolated"] = {"dram_bytes": est,
+                                       "requests": (est["read"] + est["write"]) / LINE_BYTES}
+        writer.finish(
+            {"phase_names": json.dumps(list(PHASES)), "role_names": json.dumps(list(ROLES)),
+             "summary": json.dumps(summary, default=json_default)},
+            {"name": np.array([op.name for op in cap.ops], dtype=object).astype("S"),
+             "phase": phase_of.astype(np.uint8), "flops": np.array([op.flops for op in cap.ops]),
+             "start_ns": start_ns, "duration_ns": dur_ns, "expanded": expanded,
+             "issued_lines": issued, "dram_requests": dram_per_op})
+    except BaseException:
+        writer.abort()
+        raise
+    log.debug("wrote %d requests to %s", stats.requests, out_path)
+    return summary
+
+
+def _jsonable(cfg: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(cfg), default=json_default))

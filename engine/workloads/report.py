@@ -1,0 +1,39 @@
+"""Human-readable text for a workload trace summary (the dict generate_trace returns)."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.4g} GB"
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """A few lines: model, requests, bytes by phase and role, footprint, locality."""
+    d = s["dram_bytes"]
+    lines = [
+        f"{s['workload']}: batch {s['batch']}, {s['parameters'] / 1e6:.2f}M trainable "
+        f"parameters, {s['operators']} operators ({s['operators_expanded']} expanded), "
+        f"step {s['step_time_ns'] / 1e6:.3g} ms on {s['accelerator']['name']}",
+        f"  DRAM requests  {s['requests']} ({s['reads']} reads, {s['writes']} writes), "
+        f"cycles {s['first_cycle']}..{s['last_cycle']} at tCK {s['tck_ns']} ns "
+        f"({s['memory']})",
+        f"  DRAM bytes     read {_gb(d['read'])}, written {_gb(d['write'])} "
+        f"(after a {s['cache_bytes'] / 2**20:.4g} MiB on-chip cache)",
+    ]
+    for key, title in (("by_phase", "by phase"), ("by_role", "by role")):
+        parts = [f"{k} {_gb(v['read'])}/{_gb(v['write'])}" for k, v in d[key].items()
+                 if v["read"] or v["write"]]
+        lines.append(f"  {title:<14} (read/written) " + ", ".join(parts))
+    lines.append(f"  footprint      {_gb(s['footprint_bytes'])} (persistent "
+                 f"{_gb(s['persistent_bytes'])})"
+                 + (" -- addresses folded into the memory's capacity"
+                    if s["addresses_folded"] else ""))
+    lines.append(f"  access pattern mean sequential run {s['mean_sequential_run']:.2f} lines, "
+                 f"row locality {100 * s['row_locality']:.1f} % ({s['row_bytes']} B rows)")
+    if "extrapolated" in s:
+        e = s["extrapolated"]
+        lines.append(f"  extrapolated   full step (sample {s['sample']}): "
+                     f"{e['requests']:.4g} requests, read {_gb(e['dram_bytes']['read'])}, "
+                     f"written {_gb(e['dram_bytes']['write'])}")
+    return "\n".join(lines)

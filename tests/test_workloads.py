@@ -1,0 +1,268 @@
+"""Workload traces: capture, allocator, expansion, cache filter, HDF5 output, CLI."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+h5py = pytest.importorskip("h5py")
+
+import main  # noqa: E402
+from engine.workloads.allocator import ALIGNMENT, BestFitArena, place  # noqa: E402
+from engine.workloads.cache import CacheFilter  # noqa: E402
+from engine.workloads.capture import (PHASE_ID, PHASES, ROLE_ID, Access,  # noqa: E402
+                                      capture_step)
+from engine.workloads.expand import expand_op  # noqa: E402
+from engine.workloads.generate import TraceSpec, generate_trace, select_windows  # noqa: E402
+from engine.workloads.registry import WorkloadError, build  # noqa: E402
+
+META = torch.device("meta")
+_GATHER = {"embedding", "index", "index_select", "gather"}
+
+
+def _capture(name: str, batch: int = 2):
+    _, _, model, inputs = build(name, batch=batch, size="tiny")
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], foreach=False)
+    return model, opt, capture_step(model, lambda m: m(*inputs), opt, META)
+
+
+def _read(path: Path) -> dict[str, np.ndarray]:
+    with h5py.File(path, "r") as f:
+        return {k: f["trace"][k][...] for k in f["trace"]}
+
+
+@pytest.fixture(scope="module")
+def ddpm_nocache(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("wl") / "ddpm.h5"
+    summary = generate_trace(TraceSpec("ddpm", batch=2, size="tiny", cache_bytes=0), out)
+    return out, summary
+
+
+def _independent_lines(a: Access, base: int, written_bytes: int, gather: bool) -> set[int]:
+    """Lines an access touches, from the tensor's own shape/stride by brute force."""
+    item = torch.empty(0, dtype=getattr(torch, a.dtype)).element_size()
+    if gather:                 # a table lookup reads as many bytes as it writes
+        start = base + a.offset
+        n = min(written_bytes, a.nbytes)
+        return set(range(start // 64, (start + n - 1) // 64 + 1)) if n else set()
+    off0 = a.offset // item
+    numel_span = off0 + 1 + sum((s - 1) * st for s, st in zip(a.shape, a.stride) if s > 0)
+    elems = torch.arange(numel_span).as_strided(a.shape, a.stride, off0).reshape(-1)
+    return set(((base + elems.unique() * item) // 64).tolist()) | set(
+        ((base + elems.unique() * item + item - 1) // 64).tolist())
+
+
+def test_byte_totals_equal_analytic_sum(ddpm_nocache: tuple[Path, dict]) -> None:
+    path, summary = ddpm_nocache
+    _, _, cap = _capture("ddpm")
+    placement = place(cap)
+    expected = {p: [0, 0] for p in PHASES}
+    for op in cap.ops:
+        short = op.name.split(".")[1]
+        written = sum(a.nbytes for a in op.accesses if a.is_write)
+        for w in (False, True):
+            lines: set[int] = set()
+            for k, a in enumerate(op.accesses):
+                if a.is_write == w:
+                    lines |= _independent_lines(a, int(placement.base[a.storage]), written,
+                                                short in _GATHER and k == 0 and not w)
+            expected[PHASES[op.phase]][int(w)] += len(lines) * 64
+    got = summary["dram_bytes"]["by_phase"]
+    for p in PHASES:
+        assert [got[p]["read"], got[p]["write"]] == expected[p], p
+    total = sum(r + w for r, w in expected.values())
+    assert summary["requests"] * 64 == total
+    assert _read(path)["addr"].shape[0] == summary["requests"]
+
+
+def test_phases_present_and_in_order(ddpm_nocache: tuple[Path, dict]) -> None:
+    cols = _read(ddpm_nocache[0])
+    phase, op = cols["phase"], cols["op"]
+    assert set(np.unique(phase)) == set(range(len(PHASES)))
+    assert np.all(np.diff(op.astype(np.int64)) >= 0)
+    assert np.all(np.diff(cols["cycle"].astype(np.int64)) >= 0)
+    fwd = np.flatnonzero(phase <= PHASE_ID["attention"])
+    bwd = np.flatnonzero(phase == PHASE_ID["backward"])
+    opt = np.flatnonzero(phase == PHASE_ID["optimizer"])
+    attn = np.flatnonzero(phase == PHASE_ID["attention"])
+    assert fwd.max() < bwd.min() and bwd.max() < opt.min()
+    assert fwd.min() < attn.min() and attn.max() < fwd.max()     # attention inside forward
+
+
+def test_roles_of_storages() -> None:
+    model, opt, cap = _capture("dit-traj")
+    roles = [s.role for s in cap.storages]
+    counts = {r: roles.count(i) for r, i in ROLE_ID.items()}
+    n_params = len([p for p in model.parameters()])
+    assert counts["weight"] >= n_params
+    assert counts["optimizer_state"] >= 2 * len(opt.state)       # exp_avg and exp_avg_sq
+    persistent = [s for s in cap.storages if s.persistent]
+    assert {s.role for s in persistent} == {ROLE_ID["weight"], ROLE_ID["gradient"],
+                                            ROLE_ID["optimizer_state"]}
+
+
+def test_same_seed_same_trace_and_sampling(tmp_path: Path) -> None:
+    spec = dict(workload="resnet50", batch=2, size="tiny", sample=0.3, windows=20)
+    a = generate_trace(TraceSpec(**spec, seed=3), tmp_path / "a.h5")
+    b = generate_trace(TraceSpec(**spec, seed=3), tmp_path / "b.h5")
+    c = generate_trace(TraceSpec(**spec, seed=4), tmp_path / "c.h5")
+    ca, cb = _read(tmp_path / "a.h5"), _read(tmp_path / "b.h5")
+    for k in ca:
+        assert np.array_equal(ca[k], cb[k]), k
+    assert a == b
+    cc = _read(tmp_path / "c.h5")
+    assert ca["addr"].shape != cc["addr"].shape or not np.array_equal(ca["addr"], cc["addr"])
+    assert a["stream_lines_kept"] < a["stream_lines"]
+    assert c["extrapolated"]["requests"] > c["requests"]
+
+
+def test_select_windows_systematic_and_seeded() -> None:
+    kept = select_windows(1000, 0.1, seed=1)
+    assert kept.shape[0] == 100 and np.all(np.diff(kept) == 10)
+    assert np.array_equal(kept, select_windows(1000, 0.1, seed=1))
+    assert not np.array_equal(kept, select_windows(1000, 0.1, seed=2))
+    assert select_windows(7, None, 0).tolist() == list(range(7))
+
+
+def test_kept_intervals_cover_every_phase() -> None:
+    from engine.workloads.generate import _kept_intervals
+    lines = np.array([100, 50, 100, 10, 200, 5, 5], np.int64)
+    phases = np.array([0, 1, 0, 1, 2, 3, 3])
+    lo, hi = _kept_intervals(lines, phases, 20, 0.2, seed=0)
+    starts = np.concatenate([[0], np.cumsum(lines)])
+    assert np.all(hi > lo) and np.all(lo[1:] > hi[:-1]) and hi[-1] <= starts[-1]
+    for p in range(4):              # every phase, even the 10-line one, has kept requests
+        ops = np.flatnonzero(phases == p)
+        assert any(lo[k] < starts[i + 1] and hi[k] > starts[i]
+                   for i in ops for k in range(lo.shape[0])), p
+    kept = int((hi - lo).sum())
+    assert 0.1 * starts[-1] < kept < 0.4 * starts[-1]
+
+
+def test_sampled_totals_extrapolate_exactly_without_cache(
+        ddpm_nocache: tuple[Path, dict], tmp_path: Path) -> None:
+    # with no cache, DRAM traffic is the issued traffic, so the per-phase ratio estimator
+    # must give back the full totals
+    full = ddpm_nocache[1]
+    s = generate_trace(TraceSpec("ddpm", batch=2, size="tiny", cache_bytes=0, sample=0.25,
+                                 seed=7), tmp_path / "s.h5")
+    est = s["extrapolated"]["dram_bytes"]
+    for p in PHASES:
+        for d in ("read", "write"):
+            assert est["by_phase"][p][d] == pytest.approx(full["dram_bytes"]["by_phase"][p][d],
+                                                          rel=1e-9)
+    assert s["requests"] < full["requests"]
+
+
+def test_cache_filters_hits(tmp_path: Path, ddpm_nocache: tuple[Path, dict]) -> None:
+    full = ddpm_nocache[1]
+    s = generate_trace(TraceSpec("ddpm", batch=2, size="tiny"), tmp_path / "c.h5")
+    assert s["reads"] < full["reads"]
+    # every line written reaches DRAM at the latest at the final flush, at most once
+    assert 0 < s["writes"] <= full["writes"]
+
+
+def test_cache_filter_unit() -> None:
+    c = CacheFilter(size_bytes=64 * 2 * 1, ways=2)        # one set, two ways
+    lines = np.array([1, 1, 2, 3, 1], np.int64)
+    w = np.array([False, False, True, False, False])
+    f = c.filter(lines, w, np.zeros(5, np.uint8), 0, 0)
+    # 1 miss; 1 hit; 2 written (allocated, no fetch); 3 evicts 1 (clean); 1 evicts dirty 2
+    assert f.lines.tolist() == [1, 3, 2, 1]
+    assert f.is_write.tolist() == [False, False, True, False]
+    flushed = c.flush(0, 0)
+    assert flushed.lines.shape[0] == 0
+    off = CacheFilter(size_bytes=0)
+    g = off.filter(lines, w, np.zeros(5, np.uint8), 1, 2)
+    assert g.lines.tolist() == lines.tolist() and g.phase.tolist() == [1] * 5
+
+
+def test_allocator_best_fit_reuse_and_alignment() -> None:
+    arena = BestFitArena(0)
+    a, sa = arena.malloc(1000)
+    b, sb = arena.malloc(5000)
+    c, _ = arena.malloc(100)
+    assert (a, sa) == (0, 1024) and b == 1024 and sb == 5120 and c % ALIGNMENT == 0
+    arena.free(b, sb)
+    d, sd = arena.malloc(2000)              # best fit: inside b's hole, split
+    assert d == b and sd == 2048
+    e, _ = arena.malloc(3000)               # the rest of the hole
+    assert e == b + 2048
+    arena.free(a, sa)
+    arena.free(d, sd)                       # merges with a's block: 1024 + 2048 free at 0
+    f, _ = arena.malloc(3000)
+    assert f == 0
+
+
+def test_expansion_is_a_permutation_of_the_lines() -> None:
+    _, _, cap = _capture("dit-traj")
+    placement = place(cap)
+    roles = np.array([s.role for s in cap.storages], np.uint8)
+    tiled = [op for op in cap.ops if "mm" in op.name][0]
+    parts = list(expand_op(tiled, placement.base, roles, max_lines=7, tile_lines=4))
+    lines = np.concatenate([p.lines for p in parts])
+    writes = np.concatenate([p.is_write for p in parts])
+    expect_r = set().union(*[set(a.lines(int(placement.base[a.storage])).tolist())
+                             for a in tiled.accesses if not a.is_write])
+    expect_w = set().union(*[set(a.lines(int(placement.base[a.storage])).tolist())
+                             for a in tiled.accesses if a.is_write])
+    assert sorted(lines[~writes].tolist()) == sorted(expect_r)
+    assert sorted(lines[writes].tolist()) == sorted(expect_w)
+    assert len(parts) > 1
+    # tile by tile: the first write comes before the last read
+    assert np.flatnonzero(writes)[0] < np.flatnonzero(~writes)[-1]
+
+
+def test_engine_simulates_generated_trace(ddpm_nocache: tuple[Path, dict], tmp_path: Path) -> None:
+    from engine.config import load_config
+    from engine.simulator import SimOptions, simulate_trace
+    from engine.trace import convert, trace_summary
+
+    path, summary = ddpm_nocache
+    small = tmp_path / "small.h5"
+    s = generate_trace(TraceSpec("dit-traj", batch=1, size="tiny"), small)
+    stats = simulate_trace(load_config("HBM2"), small, SimOptions())
+    assert stats.summary["num_reads_done"] + stats.summary["num_writes_done"] == s["requests"]
+    text = tmp_path / "t.trace"
+    assert convert(path, text) == summary["requests"]
+    ts = trace_summary(text)
+    assert ts["reads"] == summary["reads"] and ts["writes"] == summary["writes"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--workload", "vgg", "--batch", "2"], "unknown workload 'vgg'"),
+    (["--workload", "ddpm", "--batch", "0"], "batch size 0: expected a positive integer"),
+    (["--workload", "ddpm", "--batch", "1", "--resolution", "100"],
+     "resolution 100 is not a multiple of 32"),
+    (["--workload", "dit-traj", "--batch", "1", "--resolution", "64"], "takes no resolution"),
+    (["--workload", "ddpm", "--batch", "1", "--sample", "1.5"], "sample fraction 1.5"),
+])
+def test_cli_user_errors(argv: list[str], message: str, tmp_path: Path,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main.main(["trace", *argv, "--out", str(tmp_path / "x.h5")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and err.startswith("error: ")
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_cli_trace_writes_trace_text_and_summary(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out, text, js = tmp_path / "t.h5", tmp_path / "t.txt", tmp_path / "s.json"
+    rc = main.main(["trace", "--workload", "resnet50", "--batch", "2", "--size", "tiny",
+                    "--out", str(out), "--text", str(text), "--summary", str(js)])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    summary = json.loads(js.read_text())
+    assert f"DRAM requests  {summary['requests']}" in printed
+    assert len(text.read_text().splitlines()) == summary["requests"]
+    assert summary["parameters"] > 0 and summary["footprint_bytes"] > 0
+    assert set(summary["dram_bytes"]["by_role"]) == set(ROLE_ID)
+
+
+def test_build_rejects_bad_overrides() -> None:
+    with pytest.raises(WorkloadError, match="unknown model setting"):
+        build("ddpm", batch=1, overrides={"channels": 3})

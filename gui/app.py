@@ -70,6 +70,12 @@ class MainWindow(QMainWindow):
         self.energy_view.setObjectName("energyView")
         self.add_view(self.energy_view, "Energy by bank")
         self.simulation_view.record_shown.connect(self.energy_view.set_record)
+        from gui.views.optimizer import OptimizerView   # pyqtgraph only; torch on first run
+
+        self.optimizer_view = OptimizerView(self)
+        self.optimizer_view.setObjectName("optimizerView")
+        self.add_view(self.optimizer_view, "Optimiser")
+        self.optimizer_view.result_added.connect(self._on_optimizer_result)
 
         from gui.views.project_tree import ProjectTreeView   # Qt only
 
@@ -293,6 +299,22 @@ class MainWindow(QMainWindow):
         return True
 
     # ---------------------------------------------------------------- runs into the project
+    def _on_optimizer_result(self, outcome: Any) -> None:
+        """Store a finished optimiser run in the open project (settings, schedule, curves)."""
+        project = self.project
+        if project is None or getattr(project, "closed", False) or getattr(
+                project, "readonly", False):
+            return
+        settings = {"network": outcome.network, "hardware": outcome.hardware,
+                    "method": outcome.method, "seed": outcome.seed,
+                    "wall_s": outcome.wall_s, "evaluations": outcome.evaluations}
+        try:
+            project.add_optimizer_run(None, settings, outcome.schedule, outcome.history)
+        except Exception as exc:  # noqa: BLE001 - the result stays in the view
+            self._show_error(f"Cannot store the optimiser run in the project: {exc}")
+        self.project_tree.refresh()
+        self._update_title()
+
     def _on_run_finished(self, stats: Any) -> None:
         """Store a finished simulation in the open project (config, trace, run)."""
         project = self.project
@@ -345,6 +367,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.simulation_view.shutdown()
+        self.optimizer_view.shutdown()
         self.close_project(ask=False)
         self.save_layout()
         super().closeEvent(event)

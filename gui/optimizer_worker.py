@@ -20,6 +20,7 @@ As in :mod:`gui.workers`, the outcome is kept on the worker and re-emitted from
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 import traceback
@@ -31,6 +32,7 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 EMIT_EVERY_S = 0.05          # progress batches at most 20 times a second
 POLL_S = 0.02                # the co-simulation thread's look at the pipe and the cancel flag
 JOIN_S = 5.0
+WORKER_NICENESS = 5          # the search thread yields the CPU to the GUI thread (Linux)
 
 _ACTIVE: set[QObject] = set()   # runs whose thread has not been joined yet (kept alive here)
 
@@ -87,6 +89,17 @@ class OptimizerOutcome:
         return bool(self.schedule["valid"])
 
 
+def lower_thread_priority(step: int = WORKER_NICENESS) -> None:
+    """Raise the calling thread's nice value by ``step`` (Linux: nice is per thread; the
+    threads it starts, e.g. torch's pool, inherit it), so the GUI thread wins the CPU on a
+    machine with few cores.  No-op where unsupported."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + step)
+    except (AttributeError, OSError):
+        pass
+
+
 def progress_dict(p: Any) -> dict[str, Any]:
     """A plain dict of an ``optimizer.search.Progress`` (inf best EDP becomes NaN)."""
     best = float(p.best_edp)
@@ -132,6 +145,7 @@ class OptimizerWorker(QObject):
 
     @Slot()
     def run(self) -> None:
+        lower_thread_priority()
         done: list[OptimizerOutcome] = []
         try:
             done = self._optimize(done)

@@ -67,7 +67,7 @@ def unit_text(unit: dict[str, Any], layers: dict[str, dict[str, Any]]) -> str:
                  f"{lay.get('latency_cycles', 0.0):,.0f} cycles (compute "
                  f"{lay.get('compute_cycles', 0.0):,.0f}, DMA {lay.get('dma_cycles', 0.0):,.0f})",
                  f"  utilisation {100 * lay.get('utilization', 0.0):.1f} %, DRAM "
-                 f"{lay.get('dram_bytes', 0):,} bytes"]
+                 f"{lay.get('dram_bytes', 0):,.0f} bytes"]
     return "\n".join(head)
 
 
@@ -107,8 +107,9 @@ class GanttChart:
         self.units = list(self.schedule.get("timeline", []))
         self._layers = {lay["name"]: lay for lay in self.schedule.get("layers", [])}
         self.colours = unit_colours(self.schedule)
-        brushes = [pg.mkBrush(c) for c in self.colours]
-        pens = [pg.mkPen("k", width=0.5) for _ in self.colours]
+        # empty lists trip pyqtgraph 0.14's BarGraphItem (UnboundLocalError): None when empty
+        brushes = [pg.mkBrush(c) for c in self.colours] or None
+        pens = [pg.mkPen("k", width=0.5) for _ in self.colours] or None
         for row, key in (("compute", "compute"), ("DMA", "dma")):
             x0 = np.array([u[key]["start"] for u in self.units], dtype=np.float64)
             w = np.array([u[key]["end"] - u[key]["start"] for u in self.units], dtype=np.float64)

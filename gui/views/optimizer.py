@@ -49,6 +49,7 @@ CSV_COLUMNS = ("method", "network", "hardware", "seed", "edp_pj_cycles", "energy
 CHANNEL_CHOICES = ("preset", "1", "2", "4", "8", "16")
 DRAM_ROWS = {"model DMA": 2.0, "engine service": 1.0, "engine paced": 0.0}
 SPEC_ROLE = Qt.ItemDataRole.UserRole
+LEFT_AXIS_PX = 100            # left axis width of every timeline plot
 
 
 def _networks() -> list[str]:
@@ -241,7 +242,7 @@ class OptimizerView(QWidget):
         d.setYRange(-0.6, 2.6, padding=0)
         d.setMouseEnabled(x=True, y=False)
         self.dram_bars = {name: pg.BarGraphItem(x0=[], y=[], width=[], height=[],
-                                                brush=colour)
+                                                brush=colour, pen=pg.mkPen("k", width=0.5))
                           for name, colour in (("model DMA", "#1f77b4"),
                                                ("engine service", "#2ca02c"),
                                                ("engine paced", "#17becf"))}
@@ -264,6 +265,8 @@ class OptimizerView(QWidget):
         self.plots["banks"] = b
         for key in ("dram_time", "hit_rate", "banks"):
             self.plots[key].setXLink(g)
+        for key in TIMELINE_PLOTS:          # equal axis widths: the same cycle lines up
+            self.plots[key].getAxis("left").setWidth(LEFT_AXIS_PX)
         for r, factor in enumerate((3, 2, 2, 3)):
             tw.ci.layout.setRowStretchFactor(r, factor)
 
@@ -582,7 +585,7 @@ class OptimizerView(QWidget):
         out, t = [], 0.0
         for lay in self.cosim["cosim"]["layers"]:
             rec = dict(lay)
-            rec["start"] = t
+            rec["start"] = rec["start_cycles"] = t
             t += float(lay["model_cycles"])
             out.append(rec)
         return out

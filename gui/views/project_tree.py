@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (QHBoxLayout, QInputDialog, QMenu, QMessageBox, QP
 
 KIND_ROLE = Qt.ItemDataRole.UserRole          # "config" | "trace" | "run" on leaf items
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1      # the entity's name in the project
-SECTIONS = (("config", "Configurations"), ("trace", "Traces"), ("run", "Runs"))
+SECTIONS = (("config", "Configurations"), ("trace", "Traces"), ("run", "Runs"),
+            ("optimizer_run", "Optimiser runs"), ("study", "Studies"))
 UNDO_MAX_BYTES = 64 << 20      # larger entities are deleted without an undo copy
 
 

@@ -229,7 +229,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 # ==== selfcheck (hidden: installation check, used by the installer's smoke test) ================
 def cmd_selfcheck(args: argparse.Namespace) -> int:
-    from selfcheck import run_checks
+    from engine.selfcheck import run_checks
 
     results = run_checks()
     for r in results:

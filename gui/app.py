@@ -76,6 +76,11 @@ class MainWindow(QMainWindow):
         self.optimizer_view.setObjectName("optimizerView")
         self.add_view(self.optimizer_view, "Optimiser")
         self.optimizer_view.result_added.connect(self._on_optimizer_result)
+        from gui.views.studies import StudiesView   # engine.studies: numpy; no kernels
+        self.studies_view = StudiesView(self, project=lambda: self.project)
+        self.add_view(self.studies_view, "Studies")
+        self.studies_view.study_stored.connect(
+            lambda _n: (self.project_tree.refresh(), self._update_title()))
 
         from gui.views.project_tree import ProjectTreeView   # Qt only
 
@@ -368,6 +373,7 @@ class MainWindow(QMainWindow):
             return
         self.simulation_view.shutdown()
         self.optimizer_view.shutdown()
+        self.studies_view.shutdown()
         self.close_project(ask=False)
         self.save_layout()
         super().closeEvent(event)

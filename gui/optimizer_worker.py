@@ -27,19 +27,20 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
+
+from gui.threaded_run import ThreadedRun, active_runs
 
 EMIT_EVERY_S = 0.05          # progress batches at most 20 times a second
 POLL_S = 0.02                # the co-simulation thread's look at the pipe and the cancel flag
 JOIN_S = 5.0
 WORKER_NICENESS = 5          # the search thread yields the CPU to the GUI thread (Linux)
 
-_ACTIVE: set[QObject] = set()   # runs whose thread has not been joined yet (kept alive here)
 
 
 def active_optimizer_runs() -> list[QObject]:
     """The optimiser and co-simulation runs whose thread has not finished and been joined."""
-    return list(_ACTIVE)
+    return active_runs((OptimizerRun, CosimRun))
 
 
 @dataclass
@@ -189,61 +190,19 @@ class OptimizerWorker(QObject):
         return done
 
 
-class OptimizerRun(QObject):
+class OptimizerRun(ThreadedRun):
     """Owns one optimiser worker and its QThread; outcome signals come after the join."""
 
     progress = Signal(list)
     result = Signal(object)
     finished = Signal(list)
-    failed = Signal(str, str)
     cancelled = Signal(list)
-    done = Signal()
+    CANCEL_CARRIES_VALUE = True
 
     def __init__(self, job: OptimizerJob, parent: QObject | None = None) -> None:
-        super().__init__(parent)
         self.job = job
-        self.thread = QThread()
-        self.thread.setObjectName("OptimizerThread")
-        self.worker = OptimizerWorker(job)
-        self.worker.moveToThread(self.thread)
-        self._box = self.worker.box
-        self.running = False
-        self.cancel_requested_at: float | None = None
-        self.worker.progress.connect(self.progress)
+        super().__init__(OptimizerWorker(job), "OptimizerThread", parent)
         self.worker.result.connect(self.result)
-        self.thread.started.connect(self.worker.run)
-        self.worker.ended.connect(self.thread.quit)
-        self.thread.finished.connect(self._on_thread_finished)
-        self.thread.finished.connect(self.worker.deleteLater)
-
-    def start(self) -> None:
-        _ACTIVE.add(self)
-        self.running = True
-        self.thread.start()
-
-    def cancel(self) -> None:
-        if self.cancel_requested_at is None:
-            self.cancel_requested_at = time.monotonic()
-        self.worker.cancel()
-
-    def wait(self, timeout_ms: int = 30000) -> bool:
-        return bool(self.thread.wait(timeout_ms))
-
-    @Slot()
-    def _on_thread_finished(self) -> None:
-        self.thread.wait()
-        outcome = self._box.get("outcome", ("failed", ("worker ended without a result", "")))
-        self.running = False
-        _ACTIVE.discard(self)
-        self.thread.deleteLater()
-        kind, value = outcome
-        if kind == "finished":
-            self.finished.emit(value)
-        elif kind == "failed":
-            self.failed.emit(*value)
-        else:
-            self.cancelled.emit(value)
-        self.done.emit()
 
 
 def start_optimization(job: OptimizerJob, parent: QObject | None = None) -> OptimizerRun:
@@ -321,56 +280,16 @@ class CosimWorker(QObject):
                 proc.join(JOIN_S)
 
 
-class CosimRun(QObject):
+class CosimRun(ThreadedRun):
     """Owns one co-simulation worker and its thread; outcome signals come after the join."""
 
     progress = Signal(str)
     finished = Signal(dict)          # see gui.cosim_process.cosim_payload
-    failed = Signal(str, str)
     cancelled = Signal()
-    done = Signal()
 
     def __init__(self, outcome: OptimizerOutcome, memory: str, parent: QObject | None = None,
                  **kw: Any) -> None:
-        super().__init__(parent)
-        self.thread = QThread()
-        self.thread.setObjectName("CosimThread")
-        self.worker = CosimWorker(outcome, memory, **kw)
-        self.worker.moveToThread(self.thread)
-        self._box = self.worker.box
-        self.running = False
-        self.worker.progress.connect(self.progress)
-        self.thread.started.connect(self.worker.run)
-        self.worker.ended.connect(self.thread.quit)
-        self.thread.finished.connect(self._on_thread_finished)
-        self.thread.finished.connect(self.worker.deleteLater)
-
-    def start(self) -> None:
-        _ACTIVE.add(self)
-        self.running = True
-        self.thread.start()
-
-    def cancel(self) -> None:
-        self.worker.cancel()
-
-    def wait(self, timeout_ms: int = 30000) -> bool:
-        return bool(self.thread.wait(timeout_ms))
-
-    @Slot()
-    def _on_thread_finished(self) -> None:
-        self.thread.wait()
-        kind, value = self._box.get("outcome", ("failed", ("worker ended without a result",
-                                                           "")))
-        self.running = False
-        _ACTIVE.discard(self)
-        self.thread.deleteLater()
-        if kind == "finished":
-            self.finished.emit(value)
-        elif kind == "failed":
-            self.failed.emit(*value)
-        else:
-            self.cancelled.emit()
-        self.done.emit()
+        super().__init__(CosimWorker(outcome, memory, **kw), "CosimThread", parent)
 
 
 def start_cosimulation(outcome: OptimizerOutcome, memory: str, parent: QObject | None = None,

@@ -18,22 +18,22 @@ As in :mod:`gui.optimizer_worker`, the outcome is kept on the worker and re-emit
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
+
+from gui.threaded_run import ThreadedRun, active_runs
 
 ProgressFn = Callable[[int, int, dict[str, Any]], None]
 CancelFn = Callable[[], bool]
 TaskFn = Callable[[ProgressFn, CancelFn], Any]
 
-_ACTIVE: set[QObject] = set()   # runs whose thread has not been joined yet (kept alive here)
 
 
 def active_study_runs() -> list[QObject]:
     """The study tasks whose thread has not finished and been joined."""
-    return list(_ACTIVE)
+    return active_runs(TaskRun)
 
 
 class TaskWorker(QObject):
@@ -77,59 +77,16 @@ class TaskWorker(QObject):
         self.ended.emit()
 
 
-class TaskRun(QObject):
+class TaskRun(ThreadedRun):
     """Owns one task worker and its QThread; outcome signals come after the join."""
 
     progress = Signal(int, int, dict)
     finished = Signal(object)
-    failed = Signal(str, str)
     cancelled = Signal()
-    done = Signal()
 
     def __init__(self, fn: TaskFn, parent: QObject | None = None, *,
                  extra_cancel: CancelFn | None = None, name: str = "StudyThread") -> None:
-        super().__init__(parent)
-        self.thread = QThread()
-        self.thread.setObjectName(name)
-        self.worker = TaskWorker(fn, extra_cancel)
-        self.worker.moveToThread(self.thread)
-        self._box = self.worker.box
-        self.running = False
-        self.cancel_requested_at: float | None = None
-        self.worker.progress.connect(self.progress)
-        self.thread.started.connect(self.worker.run)
-        self.worker.ended.connect(self.thread.quit)
-        self.thread.finished.connect(self._on_thread_finished)
-        self.thread.finished.connect(self.worker.deleteLater)
-
-    def start(self) -> None:
-        _ACTIVE.add(self)
-        self.running = True
-        self.thread.start()
-
-    def cancel(self) -> None:
-        if self.cancel_requested_at is None:
-            self.cancel_requested_at = time.monotonic()
-        self.worker.cancel()
-
-    def wait(self, timeout_ms: int = 30000) -> bool:
-        return bool(self.thread.wait(timeout_ms))
-
-    @Slot()
-    def _on_thread_finished(self) -> None:
-        self.thread.wait()
-        kind, value = self._box.get("outcome", ("failed", ("worker ended without a result",
-                                                           "")))
-        self.running = False
-        _ACTIVE.discard(self)
-        self.thread.deleteLater()
-        if kind == "finished":
-            self.finished.emit(value)
-        elif kind == "failed":
-            self.failed.emit(*value)
-        else:
-            self.cancelled.emit()
-        self.done.emit()
+        super().__init__(TaskWorker(fn, extra_cancel), name, parent)
 
 
 def start_task(fn: TaskFn, parent: QObject | None = None, **kw: Any) -> TaskRun:

@@ -16,7 +16,7 @@ import torch
 from optimizer.costmodel import (DTYPE, LayerCosts, capacity_violations, combine, layer_costs,
                                  roofline)
 from optimizer.search import Tracker, batch_score
-from optimizer.space import SearchSpace, repair_fusion
+from optimizer.space import SearchSpace, align_edge, repair_fusion
 
 
 def _fused_sigma(space: SearchSpace, fused: list[int]) -> torch.Tensor:
@@ -170,7 +170,7 @@ def _polish_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) ->
         trial = cur.copy()
         trial[0, k] = not cur[0, k]
         if trial[0, k]:
-            _align(space, trial_choices, int(g.prod[k]), int(g.cons[k]))
+            trial_choices = align_edge(space, trial_choices, k)
         edp, v = batch_score(space, trial_choices[None], trial)
         trial_fused = [e for e in range(len(g.prod)) if trial[0, e]]
         fits = sorted(repair_fusion(space, trial_choices, trial_fused)) == sorted(trial_fused)
@@ -182,27 +182,3 @@ def _polish_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) ->
                 fused.remove(k)
             improved = True
     return improved
-
-
-def _align(space: SearchSpace, choices: np.ndarray, p: int, q: int) -> None:
-    """Set the producer's DRAM K factor and the consumer's DRAM input-channel factor to 1 and
-    the consumer's DRAM N/P/Q factors to the producer's, keeping the other levels' factors as
-    close as the split tables allow.  In place; leaves a dim unchanged if no split fits."""
-    for layer, dims in ((p, {1: 1}), (q, {int(space.batch.in_chan[q]): 1})):
-        for d, want in dims.items():
-            _set_dram(space, choices, layer, d, want)
-    tables, _ = space._stacked()
-    for d in (0, 3, 4):
-        want = int(tables[p, d, choices[p, d], 0])
-        _set_dram(space, choices, q, d, want)
-
-
-def _set_dram(space: SearchSpace, choices: np.ndarray, layer: int, d: int, want: int) -> None:
-    table = space.layers[layer].splits[d].table
-    cur = table[choices[layer, d]]
-    ok = np.flatnonzero(table[:, 0] == want)
-    if len(ok) == 0:
-        return
-    # the split closest to the current one in log space (on-chip levels and spatial)
-    dist = np.abs(np.log(table[ok, 1:]) - np.log(cur[1:])).sum(1)
-    choices[layer, d] = int(ok[np.argmin(dist)])

@@ -298,6 +298,50 @@ def repair_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) -> 
         keep.remove(worst)
 
 
+def _nearest_row(table: np.ndarray, current: int, allowed: np.ndarray) -> int | None:
+    """Of the split rows ``allowed`` (bool mask), the one nearest (log space) to row
+    ``current``; None when none is allowed."""
+    idx = np.flatnonzero(allowed)
+    if len(idx) == 0:
+        return None
+    logs = np.log(table.astype(np.float64))
+    dist = ((logs[idx] - logs[current]) ** 2).sum(1)
+    return int(idx[int(np.argmin(dist))])
+
+
+def align_edge(space: SearchSpace, choices: np.ndarray, k: int) -> np.ndarray:
+    """Choices changed as little as possible so that edge k's producer and consumer can run
+    fused (:func:`optimizer.costmodel.alignment_mismatch`): producer DRAM K factor 1, consumer
+    DRAM factor 1 on its input-channel dim, equal DRAM N, P, Q factors (the consumer follows
+    the producer; both go to 1 when the consumer has no such split).  Unchanged when a
+    required split does not exist."""
+    out = choices.copy()
+    p, c = int(space.graph.prod[k]), int(space.graph.cons[k])
+    lp, lc = space.layers[p].splits, space.layers[c].splits
+    kd = DIMS.index("K")
+    chan = DIMS.index("K" if space.net.layers[c].kind == "depthwise" else "C")
+    row = _nearest_row(lp[kd].table, out[p, kd], lp[kd].table[:, 0] == 1)
+    if row is None:
+        return choices
+    out[p, kd] = row
+    row = _nearest_row(lc[chan].table, out[c, chan], lc[chan].table[:, 0] == 1)
+    if row is None:
+        return choices
+    out[c, chan] = row
+    for d in (DIMS.index(x) for x in ("N", "P", "Q")):
+        want = lp[d].table[out[p, d], 0]
+        row = _nearest_row(lc[d].table, out[c, d], lc[d].table[:, 0] == want)
+        if row is None:
+            rp = _nearest_row(lp[d].table, out[p, d], lp[d].table[:, 0] == 1)
+            rc = _nearest_row(lc[d].table, out[c, d], lc[d].table[:, 0] == 1)
+            if rp is None or rc is None:
+                return choices
+            out[p, d], out[c, d] = rp, rc
+        else:
+            out[c, d] = row
+    return out
+
+
 def log_size(space: SearchSpace) -> float:
     """log10 of the number of schedules in the space (for reports)."""
     total = 0.0

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimizer.baselines.common import (Best, Candidate, align_edge, evaluate, finish_best,
+from optimizer.baselines.common import (Best, Candidate, evaluate, finish_best,
                                         random_fused)
-from optimizer.space import repair
 from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult, Tracker
-from optimizer.space import SearchSpace
+from optimizer.space import SearchSpace, align_edge, repair
 
 METHOD = "ga"
 POPULATION = 32

@@ -1,7 +1,7 @@
 """Closed loop: FADiff schedules measured on the DRAM engine, and re-optimised with it.
 
     .venv/bin/python benchmarks/bench_cosim.py [--networks resnet18 mobilenet_v1 ...]
-        [--memories DDR4-3200 HBM2] [--hw large] [--seconds 60] [--iterate 2]
+        [--memories DDR4-3200 HBM2] [--hw large] [--evaluations 5000] [--iterate 2]
         [--layouts nhwc nchw tiled] [--json OUT.json]
 
 For each network and memory: FADiff's schedule on the hardware file (analytical DRAM: 8 B per
@@ -55,17 +55,19 @@ def main() -> int:
                     default=["resnet18", "mobilenet_v1", "gpt3_6.7b_mha", "gpt3_6.7b_ffn"])
     ap.add_argument("--memories", nargs="+", default=["DDR4-3200", "HBM2"])
     ap.add_argument("--hw", default="large")
-    ap.add_argument("--seconds", type=float, default=60.0, help="FADiff budget per run")
+    ap.add_argument("--evaluations", type=int, default=5000,
+                    help="FADiff budget per run (evaluations: the result does not depend on "
+                         "the machine's load, so before/after differ by the DRAM model only)")
     ap.add_argument("--iterate", type=int, default=2)
     ap.add_argument("--layouts", nargs="+", default=["nhwc", "nchw", "tiled"])
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     hw = load_hardware(args.hw)
     out: dict[str, Any] = {"machine": platform.platform(), "date": time.strftime("%Y-%m-%d"),
-                           "hw": hw.name, "seconds": args.seconds, "runs": []}
+                           "hw": hw.name, "evaluations": args.evaluations, "runs": []}
 
     def optimize(net: Any, hardware: Any) -> Any:
-        res, _ = run_method(net, hardware, "fadiff", Budget(seconds=args.seconds), 0)
+        res, _ = run_method(net, hardware, "fadiff", Budget(evaluations=args.evaluations), 0)
         return res.schedule, res.result
 
     print("| network | memory | model DRAM time | engine DRAM time | time err | model DRAM "

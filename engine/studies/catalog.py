@@ -155,6 +155,21 @@ class Study:
         return Point(self.name, cfg.to_dict(), trace.to_dict(), tags, setup.cycles,
                      self.arrival or setup.arrival)
 
+    def _variant_points(self, variants: Sequence[tuple[str, Any]],
+                        traces: Sequence[TraceInput], setup: StudySetup) -> list[Point]:
+        """One point per (variant, trace), tagged with the variant's name and its order."""
+        return [self._point(cfg, t, {"variant": name, "order": order}, setup)
+                for order, (name, cfg) in enumerate(variants) for t in traces]
+
+    def _preset_variants(self, names: Sequence[str], setup: StudySetup) -> list[tuple[str, Any]]:
+        """(name, config) of each named preset/config file, with the setup's overrides."""
+        from engine.config import load_config
+        out = []
+        for n in names:
+            cfg = with_overrides(load_config(n), setup.overrides)
+            out.append((cfg.name, cfg))
+        return out
+
     def _check_params(self, setup: StudySetup, allowed: Sequence[str]) -> None:
         extra = set(setup.params) - set(allowed)
         if extra:
@@ -325,12 +340,7 @@ class VariantStudy(Study):
     def points(self, setup: StudySetup) -> list[Point]:
         self._check_params(setup, ["variants"])
         cfg = base_config(setup)
-        traces = resolved_traces(setup)
-        out = []
-        for order, (name, vcfg) in enumerate(self.variants(cfg, setup)):
-            for t in traces:
-                out.append(self._point(vcfg, t, {"variant": name, "order": order}, setup))
-        return out
+        return self._variant_points(self.variants(cfg, setup), resolved_traces(setup), setup)
 
     def analyse(self, document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                 ) -> Analysis:
@@ -499,18 +509,12 @@ class Technology(VariantStudy):
     DEFAULT = ("DDR4-3200", "LPDDR4-3200", "GDDR6", "HBM2")
 
     def points(self, setup: StudySetup) -> list[Point]:
-        from engine.config import load_config
         self._check_params(setup, ["configs"])
         names = list(setup.params.get("configs") or self.DEFAULT)
         if len(names) < 2:
             raise StudyError(f"technology study: give at least two configs, got {names}")
         traces = resolved_traces(setup)
-        out = []
-        for order, n in enumerate(names):
-            cfg = with_overrides(load_config(n), setup.overrides)
-            for t in traces:
-                out.append(self._point(cfg, t, {"variant": cfg.name, "order": order}, setup))
-        return out
+        return self._variant_points(self._preset_variants(names, setup), traces, setup)
 
     def analyse(self, document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                 ) -> Analysis:
@@ -839,7 +843,6 @@ class MemoryShare(Study):
     params_help = "configs=PRESET,... (default: --config); the accelerator via --compute"
 
     def points(self, setup: StudySetup) -> list[Point]:
-        from engine.config import load_config
         self._check_params(setup, ["configs"])
         traces = resolved_traces(setup)
         missing = [t.label for t in traces if not t.flops]
@@ -848,12 +851,7 @@ class MemoryShare(Study):
                              "count (write --trace LABEL=PATH,flops=X)")
         compute_model(setup.compute)
         names = list(setup.params.get("configs") or [setup.config])
-        out = []
-        for order, n in enumerate(names):
-            cfg = with_overrides(load_config(n), setup.overrides)
-            for t in traces:
-                out.append(self._point(cfg, t, {"variant": cfg.name, "order": order}, setup))
-        return out
+        return self._variant_points(self._preset_variants(names, setup), traces, setup)
 
     def analyse(self, document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                 ) -> Analysis:

@@ -24,22 +24,10 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import gui  # noqa: E402,F401  (its PySide6 workaround first)
-from PySide6.QtCore import QElapsedTimer, QTimer  # noqa: E402
+from bench_gui import TICK_MS, TickRecorder, _wait  # noqa: E402  (imports gui first)
 from PySide6.QtWidgets import QApplication  # noqa: E402
-
-TICK_MS = 10
-
-
-def _wait(app: QApplication, cond, timeout_s: float) -> bool:
-    end = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > end:
-            return False
-        app.processEvents()
-        time.sleep(0.001)
-    return True
 
 
 def main() -> int:
@@ -60,37 +48,25 @@ def main() -> int:
     view.network_combo.setCurrentText(args.network)
     view.hardware_combo.setCurrentText(args.hardware)
     view.budget_spin.setValue(10_000_000)
-    gaps: list[float] = []
-    clock = QElapsedTimer()
-    timer = QTimer()
-    timer.setInterval(TICK_MS)
-
-    def tick() -> None:
-        gaps.append(clock.nsecsElapsed() / 1e6)
-        clock.restart()
-    timer.timeout.connect(tick)
+    rec = TickRecorder()
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cpus, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}")
     print(f"{'method':<8} {'points':>6} {'max UI stall ms':>15} {'cancel latency s':>17}")
-    gaps.clear()
-    clock.start()
-    timer.start()
+    rec.start()
     _wait(app, lambda: False, args.cancel_after)
-    timer.stop()
-    print(f"{'(idle)':<8} {0:>6} {max(gaps, default=0.0) - TICK_MS:>15.0f} {'':>17}")
+    rec.stop()
+    print(f"{'(idle)':<8} {0:>6} {max(rec.gaps_ms, default=0.0) - TICK_MS:>15.0f} {'':>17}")
     for m in args.methods:
         view.method_combo.setCurrentText(m)
         cancelled = []
         conn = view.run_cancelled.connect(lambda: cancelled.append(True))
         view.start()
         _wait(app, lambda: len(view.points) > 0, 300)      # torch import and space build
-        gaps.clear()
-        clock.start()
-        timer.start()
+        rec.start()
         _wait(app, lambda: False, args.cancel_after)
-        timer.stop()
-        stall = max(gaps, default=0.0) - TICK_MS
+        rec.stop()
+        stall = max(rec.gaps_ms, default=0.0) - TICK_MS
         view.cancel()
         _wait(app, lambda: bool(cancelled) or not view.is_running(), 300)
         view.run_cancelled.disconnect(conn)

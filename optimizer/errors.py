@@ -1,7 +1,9 @@
 """Exception types of the optimiser: bad hardware files, bad networks, unmappable layers."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any, Callable
 
 from engine.errors import DiffMemError
 
@@ -44,3 +46,15 @@ class MappingError(OptimizerError):
 
 class OptimizationCancelled(OptimizerError):
     """Raised inside a search when the caller's cancel flag was set."""
+
+
+def read_json(path: Path, error: Callable[[str], Exception]) -> Any:
+    """The parsed JSON of a user file; a missing file or bad JSON raises ``error(message)``
+    with a message naming the file (and line and column)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: file not found") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column "
+                    f"{exc.colno})") from None

@@ -12,13 +12,12 @@ A schedule is a network's mappings plus the set of fused producer->consumer edge
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optimizer.errors import MappingError
+from optimizer.errors import MappingError, read_json
 from optimizer.workload import DIMS, Layer
 
 LEVELS = ("DRAM", "Scratchpad", "Accumulator", "Registers")
@@ -146,10 +145,4 @@ class Schedule:
 
 def load_schedule(path: str | Path) -> Schedule:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MappingError(f"{path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise MappingError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
-    return Schedule.from_json(data, path)
+    return Schedule.from_json(read_json(path, MappingError), path)

@@ -12,7 +12,6 @@ bring Timeloop mappings in.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -20,7 +19,7 @@ import torch
 
 from optimizer.costmodel import (LayerBatch, MappingTensors, evaluate_schedule, layer_costs,
                                  level_counts)
-from optimizer.errors import MappingError, OptimizerError
+from optimizer.errors import MappingError, OptimizerError, read_json
 from optimizer.hardware import GemminiHardware, from_reference_arch
 from optimizer.mapping import LayerMapping, Schedule
 from optimizer.workload import DIMS, Layer, Network
@@ -36,12 +35,7 @@ class ReferenceError(OptimizerError):
 
 def load_reference(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReferenceError(f"{path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise ReferenceError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    data = read_json(path, ReferenceError)
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise ReferenceError(f"{path}: expected an object with an 'entries' list (the format "
                              "of reference.json)")

@@ -20,13 +20,12 @@ file in the same schema as ``../shared/workloads.json`` (a list of layers, or an
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from optimizer.errors import WorkloadError
+from optimizer.errors import WorkloadError, read_json
 
 DIMS = ("N", "K", "C", "P", "Q", "R", "S")
 KINDS = ("conv", "gemm", "depthwise", "matmul")
@@ -213,14 +212,7 @@ def load_network(name_or_path: str | Path) -> Network:
     if path.suffix.lower() != ".json" and not path.exists():
         raise WorkloadError(f"unknown network '{text}': expected one of "
                             f"{', '.join(sorted(BUILTIN))} or a .json file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise WorkloadError("file not found", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise WorkloadError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column "
-                            f"{exc.colno})", path=path) from None
-    return network_from_json(data, path.stem, path)
+    return network_from_json(read_json(path, WorkloadError), path.stem, path)
 
 
 # ---- built-in networks (ImageNet 224x224, batch 1; GPT-3 6.7B prefill at L = 2048) --------

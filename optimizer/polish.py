@@ -92,8 +92,7 @@ def _score_layer(space: SearchSpace, i: int, cand: np.ndarray, fused: list[int],
             if i not in (p, q):
                 continue
             other = q if i == p else p
-            o_dram = torch.tensor([space.tensors(choices).temporal[other, 0, d]
-                                   for d in range(7)], dtype=DTYPE)
+            o_dram = space.layer_tensors(other, choices[other:other + 1])[1].temporal[0, 0]
             for d in (0, 3, 4):
                 feasible &= dram[:, d] == o_dram[d]
             if i == p:

@@ -45,12 +45,8 @@ def load_memory(spec: str):
         channels = int(m.group(2))
         if channels < 1 or channels & (channels - 1):
             raise OptimizerError(f"memory '{spec}': the channel count must be a power of two")
-        return replace_channels(cfg, channels, spec)
+        return cfg.replace(channels=channels, name=spec)
     return load_config(spec)
-
-
-def replace_channels(cfg: Any, channels: int, name: str) -> Any:
-    return cfg.replace(channels=channels, name=name)
 
 
 @dataclass

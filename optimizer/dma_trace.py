@@ -26,7 +26,6 @@ updates it.  A request never precedes the compute that produces its data.
 """
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
@@ -36,8 +35,6 @@ import numpy as np
 from optimizer.costmodel import ScheduleResult
 from optimizer.mapping import LayerMapping, Schedule
 from optimizer.workload import DIMS, Layer, Network
-
-log = logging.getLogger(__name__)
 
 LAYOUTS = ("nhwc", "nchw", "tiled")
 PLACEMENTS = ("packed", "staggered")
@@ -146,11 +143,13 @@ class Placement:
 
 
 # ---- the loop nest --------------------------------------------------------------------------
-def _points(m: LayerMapping, levels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def _points(m: LayerMapping, levels: Sequence[int]
+            ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]]]:
     """Iteration points of the loops of ``levels`` (outer first), lexicographic: the index of
     every dim at each point ``[n, 7]`` (combined over the levels: outer index x inner extent
-    + inner index) and, per point, the position (in the flattened loop list) of the
-    outermost loop that advanced to reach it (-1 for the first point)."""
+    + inner index); per point, the position (in the flattened loop list) of the outermost
+    loop that advanced to reach it (-1 for the first point); and the loops themselves,
+    (level, dim, factor), outermost first."""
     loops: list[tuple[int, int, int]] = []         # (level, dim, factor), outer first
     for lv in levels:
         for d in m.orders[lv]:

@@ -43,6 +43,7 @@ from typing import Any, Sequence
 
 import torch
 
+from optimizer.errors import MappingError
 from optimizer.hardware import GemminiHardware
 from optimizer.mapping import LEVELS, LayerMapping, Schedule
 from optimizer.workload import DIMS, Network
@@ -96,6 +97,13 @@ class LayerBatch:
 
     def __len__(self) -> int:
         return int(self.dims.shape[0])
+
+    def tiled(self, n: int) -> "LayerBatch":
+        """The layers repeated n times, copy-major (rows c*L + i): for scoring n schedules,
+        or n loop orders, of the network in one call."""
+        return LayerBatch(**{f.name: (getattr(self, f.name).repeat(
+            n, *([1] * (getattr(self, f.name).dim() - 1))) if f.name != "names"
+            else self.names * n) for f in fields(LayerBatch)})
 
 
 @dataclass
@@ -417,9 +425,7 @@ def batch_layer_costs(lb: LayerBatch, mt: MappingTensors, batch: int) -> LayerCo
     """Per-layer costs of ``batch`` candidate schedules at once: ``mt`` holds batch x L rows
     (candidate-major); every field of the result is [batch, L]."""
     L = len(lb)
-    reps = {f.name: (getattr(lb, f.name).repeat(batch, *([1] * (getattr(lb, f.name).dim() - 1)))
-                     if f.name != "names" else lb.names) for f in fields(LayerBatch)}
-    c = layer_costs(LayerBatch(**reps), mt)
+    c = layer_costs(lb.tiled(batch), mt)
     return LayerCosts(**{f.name: getattr(c, f.name).reshape(batch, L) for f in fields(LayerCosts)})
 
 
@@ -560,7 +566,6 @@ def evaluate_schedule(net: Network, sched: Schedule, hw: GemminiHardware) -> Sch
     """Score a discrete schedule with the cost model (no gradients); checks validity."""
     missing = [layer.name for layer in net.layers if layer.name not in sched.mappings]
     if missing:
-        from optimizer.errors import MappingError
         raise MappingError(f"schedule has no mapping for layer(s) {', '.join(missing[:5])}"
                            f"{' ...' if len(missing) > 5 else ''} of {net.name}")
     maps = [sched.mappings[layer.name] for layer in net.layers]
@@ -568,7 +573,7 @@ def evaluate_schedule(net: Network, sched: Schedule, hw: GemminiHardware) -> Sch
     for layer, m in zip(net.layers, maps):
         try:
             m.check(layer)
-        except Exception as exc:  # MappingError
+        except MappingError as exc:
             problems.append(str(exc))
     lb = LayerBatch.from_network(net)
     mt = MappingTensors.from_mappings(maps)

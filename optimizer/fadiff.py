@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from optimizer.adam import Adam, clip_grad_norm, cosine_lr
-from optimizer.costmodel import (DTYPE, LayerBatch, LayerCosts, MappingTensors,
+from optimizer.costmodel import (DTYPE, LayerCosts, MappingTensors,
                                  capacity_violations, combine, layer_costs)
 from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult, Tracker, finish, score
 from optimizer.polish import polish
@@ -78,11 +78,7 @@ class _Model:
         self.beta = torch.zeros(E, dtype=DTYPE, requires_grad=True)
         self.order_idx = torch.tensor(order_idx)                             # [9,4,7]
         # the batch replicated once per order pair: one layer_costs call covers all 9
-        lb = space.batch
-        reps = len(ORDER_PAIRS)
-        self.lb9 = LayerBatch(**{f.name: (getattr(lb, f.name).repeat(reps, *([1] * (
-            getattr(lb, f.name).dim() - 1))) if f.name != "names" else lb.names * reps)
-            for f in fields(LayerBatch)})
+        self.lb9 = space.batch.tiled(len(ORDER_PAIRS))
         self.orders9 = self.order_idx.repeat_interleave(L, 0)                # [9L,4,7]
         self.fusable = space.graph.fusable
 

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 import numpy as np
 import torch
 
 from optimizer.costmodel import (FusionGraph, LayerBatch, MappingTensors,
-                                 alignment_mismatch, capacity_violations, layer_costs)
+                                 alignment_mismatch, capacity_violations, fusion_groups,
+                                 layer_costs)
 from optimizer.errors import MappingError
 from optimizer.hardware import GemminiHardware
 from optimizer.mapping import LayerMapping, Schedule
@@ -147,20 +148,20 @@ class SearchSpace:
     def tensors(self, choices: np.ndarray) -> MappingTensors:
         """MappingTensors of integer choices ``[L, 8]``, or ``[B, L, 8]`` for a batch of
         candidates (rows candidate-major); no gradients; vectorised."""
-        import torch
         choices = np.asarray(choices, dtype=np.int64)
-        flat = choices.reshape(-1, choices.shape[-2], 8)
-        B = flat.shape[0]
+        flat = choices.reshape(-1, 8)
+        layer = np.tile(np.arange(len(self.layers)), flat.shape[0] // len(self.layers))
+        return self._mapping_tensors(layer, flat)
+
+    def _mapping_tensors(self, layer: np.ndarray, rows: np.ndarray) -> MappingTensors:
+        """The mappings of choice rows ``[n, 8]``, row j belonging to layer ``layer[j]``."""
         tables, order_idx = self._stacked()
-        L = len(self.layers)
-        layer = np.tile(np.arange(L), B)[:, None]
-        c2 = flat.reshape(B * L, 8)
-        rows = tables[layer, np.arange(7)[None, :], c2[:, :7]]                    # [BL,7,5]
-        t = np.transpose(rows[:, :, :4], (0, 2, 1)).astype(np.float64)          # [BL,4,7]
+        sel = tables[layer[:, None], np.arange(7)[None, :], rows[:, :7]]       # [n, 7, 5]
+        t = np.transpose(sel[:, :, :4], (0, 2, 1)).astype(np.float64)         # [n, 4, 7]
         return MappingTensors(torch.from_numpy(np.ascontiguousarray(t)),
-                              torch.from_numpy(order_idx[c2[:, 7]].copy()),
-                              torch.from_numpy(rows[:, 1, 4].astype(np.float64)),
-                              torch.from_numpy(rows[:, 2, 4].astype(np.float64)))
+                              torch.from_numpy(order_idx[rows[:, 7]].copy()),
+                              torch.from_numpy(sel[:, 1, 4].astype(np.float64)),
+                              torch.from_numpy(sel[:, 2, 4].astype(np.float64)))
 
     def _stacked(self) -> tuple[np.ndarray, np.ndarray]:
         """Split tables padded to one array [L, 7, max options, 5]; order index per pair."""
@@ -179,17 +180,9 @@ class SearchSpace:
     def layer_tensors(self, i: int, rows: np.ndarray) -> tuple[LayerBatch, MappingTensors]:
         """Layer i alone under each of the choice rows ``[n, 8]``: its LayerBatch repeated n
         times and the n mappings (for scoring one layer's alternatives at once)."""
-        import torch
-        from dataclasses import fields
         rows = np.asarray(rows, dtype=np.int64)
         n = len(rows)
-        tables, order_idx = self._stacked()
-        sel = tables[i, np.arange(7)[None, :], rows[:, :7]]                    # [n, 7, 5]
-        t = np.transpose(sel[:, :, :4], (0, 2, 1)).astype(np.float64)
-        mt = MappingTensors(torch.from_numpy(np.ascontiguousarray(t)),
-                            torch.from_numpy(order_idx[rows[:, 7]].copy()),
-                            torch.from_numpy(sel[:, 1, 4].astype(np.float64)),
-                            torch.from_numpy(sel[:, 2, 4].astype(np.float64)))
+        mt = self._mapping_tensors(np.full(n, i), rows)
         idx = torch.full((n,), i, dtype=torch.long)
         lb = LayerBatch(**{f.name: (getattr(self.batch, f.name)[idx] if f.name != "names"
                                     else [self.batch.names[i]] * n)
@@ -213,7 +206,6 @@ class SearchSpace:
 # ---- validity and repair --------------------------------------------------------------------
 def layer_overflow(space: SearchSpace, choices: np.ndarray) -> np.ndarray:
     """Per layer, the summed relative overflow of every buffer (0: the mapping fits)."""
-    import torch
     with torch.no_grad():
         c = layer_costs(space.batch, space.tensors(choices))
         v = capacity_violations(c, space.hw)
@@ -270,8 +262,6 @@ def repair(space: SearchSpace, choices: np.ndarray) -> np.ndarray:
 def repair_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) -> list[int]:
     """The fused edges that can run fused: aligned tiles, and each fused group's scratchpad
     tiles fit together (edges are dropped, largest group first, until they do)."""
-    import torch
-    from optimizer.costmodel import fusion_groups
     keep = []
     for k in fused:
         if not bool(space.graph.fusable[k]):

@@ -24,15 +24,22 @@ from optimizer.space import SearchSpace, repair, repair_fusion
 
 @dataclass
 class Budget:
-    """Stop after ``evaluations`` cost-model evaluations or ``seconds`` of wall time, whichever
-    comes first (None: no limit of that kind; at least one must be set)."""
+    """Stop after ``evaluations`` cost-model evaluations, ``cpu_seconds`` of this process's CPU
+    time or ``seconds`` of wall time, whichever comes first (None: no limit of that kind; at
+    least one must be set).  Comparisons use ``cpu_seconds`` or ``evaluations``: wall time moves
+    with the machine's load."""
 
     evaluations: int | None = None
     seconds: float | None = None
+    cpu_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        if self.evaluations is None and self.seconds is None:
-            raise ValueError("a budget needs evaluations or seconds")
+        if self.evaluations is None and self.seconds is None and self.cpu_seconds is None:
+            raise ValueError("a budget needs evaluations, cpu_seconds or seconds")
+        for name in ("evaluations", "seconds", "cpu_seconds"):
+            v = getattr(self, name)
+            if v is not None and not (v > 0 and math.isfinite(v)):
+                raise ValueError(f"budget {name} must be a positive finite number, got {v!r}")
 
 
 @dataclass
@@ -74,6 +81,7 @@ class Tracker:
         self.method, self.budget = method, budget
         self.progress_fn, self.cancel_fn = progress, cancel
         self.start = time.perf_counter()
+        self.cpu_start = time.process_time()
         self.evaluations = 0
         self.step = 0
         self.best_edp = math.inf
@@ -83,10 +91,25 @@ class Tracker:
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
 
+    @property
+    def cpu_elapsed(self) -> float:
+        """CPU seconds this process has spent since the run started (all threads)."""
+        return time.process_time() - self.cpu_start
+
+    def used(self) -> float:
+        """The share of the budget spent, 0..1 (the largest over the limits that are set):
+        one progress clock for every schedule a method anneals."""
+        b, parts = self.budget, [0.0]
+        if b.evaluations is not None:
+            parts.append(self.evaluations / b.evaluations)
+        if b.seconds is not None:
+            parts.append(self.elapsed / b.seconds)
+        if b.cpu_seconds is not None:
+            parts.append(self.cpu_elapsed / b.cpu_seconds)
+        return min(1.0, max(parts))
+
     def exhausted(self) -> bool:
-        b = self.budget
-        return ((b.evaluations is not None and self.evaluations >= b.evaluations)
-                or (b.seconds is not None and self.elapsed >= b.seconds))
+        return self.used() >= 1.0
 
     def evaluations_left(self) -> int | None:
         """Evaluations left in the budget (None: no evaluation limit)."""

@@ -252,6 +252,15 @@ class MemoryConfig:
                                    "drain moves that share fewer of the waiting writes, or "
                                    "starts when the buffer is that share less full",
                                    minimum=-90.0, maximum=90.0)
+    dynamic_bank_grouping: bool = _x(False, "", "dynamic bank grouping, a controller policy "
+                                     "(the device is unchanged): prefer a ready column "
+                                     "command to another bank group than the last one "
+                                     "(tCCD_S instead of tCCD_L) and alternate bank groups "
+                                     "in write drains, within bank_group_window")
+    bank_group_window: int = _x(8, "requests", "dynamic bank grouping: how far, in arrival "
+                                "order, a command may overtake the scheduler's pick (and how "
+                                "many waiting writes a drain looks at)", minimum=1,
+                                maximum=64)
     parbs_marking_cap: int = _x(5, "requests", "PAR-BS batch marking cap per bank", minimum=1)
     xor_bank_interleave: bool = _x(False, "", "XOR bank bits with low row bits")
 

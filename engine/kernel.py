@@ -37,17 +37,22 @@ INF = np.int64(1) << np.int64(62)
  P_READ_DELAY, P_WRITE_DELAY, P_SHIFT, P_CH_POS, P_CH_MASK, P_RA_POS, P_RA_MASK, P_BG_POS,
  P_BG_MASK, P_BA_POS, P_BA_MASK, P_RO_POS, P_RO_MASK, P_CO_POS, P_CO_MASK, P_ROW_HIT_CAP,
  P_SCHED, P_PAGE, P_EP_N, P_WR_HIGH, P_WR_LOW, P_PARBS_CAP, P_XOR, P_TRACK_IDS,
- P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED, P_WR_PRIO_BP, P_WATCHDOG) = range(46)
-NP = 46
+ P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED, P_WR_PRIO_BP, P_WATCHDOG,
+ P_DBG_W) = range(47)
+NP = 47
 
-SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS = range(4)
+# SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
+# bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
+SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS, SCHED_DRAMSIM3_RR = range(5)
 PAGE_OPEN, PAGE_CLOSE, PAGE_OPEN_ADAPTIVE, PAGE_EARLY_PRE = range(4)
 REF_RANK_STAGGERED, REF_RANK_SIMULTANEOUS, REF_BANK_STAGGERED = range(3)
 
 # ---- per-channel scalar state CS[ch, k] --------------------------------------------------
 (CS_QIDX, CS_WDRAIN, CS_INREF, CS_REFQ_HEAD, CS_REFQ_N, CS_REF_RANK, CS_REF_BG, CS_REF_BANK,
- CS_PR_FREE, CS_PW_FREE, CS_NMARKED, CS_SEQ, CS_TQ_BLOCKED, CS_CQ_TOTAL, CS_MINLB) = range(15)
-NCS = 15
+ CS_PR_FREE, CS_PW_FREE, CS_NMARKED, CS_SEQ, CS_TQ_BLOCKED, CS_CQ_TOTAL, CS_MINLB,
+ CS_DBG_COL, CS_DBG_WR) = range(17)
+NCS = 17         # CS_DBG_COL / CS_DBG_WR: bank group (rank * bankgroups + bg) of the last
+                 # column command issued / write moved to a command queue (-1: none yet)
 REFQ_CAP = 64
 
 # ---- per-channel counters C[ch, k] --------------------------------------------------------
@@ -376,14 +381,31 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
     FR-FCFS: column commands to open rows (row hits) first, then the oldest.
     PAR-BS (Mutlu & Moscibroda, ISCA 2008): marked (batched) requests first, then row hits,
     then the thread ranked first (shortest job first), then the oldest.
+    DRAMSIM3_RR: DRAMsim3's order (round robin over the queues from the one after the last
+    to issue, oldest ready entry first), used only with dynamic bank grouping.
+
+    Dynamic bank grouping (P_DBG_W = window W > 0): when the scheduler's pick is a column
+    command to the bank group of the last column command (tCCD_L would apply to the next
+    one) or there is no pick (FCFS: heads not ready), a ready column command to another bank
+    group (tCCD_S) is issued instead if it arrived within W requests of the pick; under FCFS
+    the first W entries of a queue may be taken this way.
     """
     sched = P[P_SCHED]
+    dbg_w = P[P_DBG_W]
+    nq = P[P_NQ]
+    qidx = CS[ch, CS_QIDX]
+    last_g = CS[ch, CS_DBG_COL]
+    bpg = P[P_BPG]
     best_q = -1
     best_k = -1
     best_need = -1
     best_key = INF
+    alt_q = -1
+    alt_k = -1
+    alt_need = -1
+    alt_key = INF
     mn = INF
-    for q in range(P[P_NQ]):
+    for q in range(nq):
         if _queue_skipped_for_refresh(P, CS, refq, ch, q):
             continue
         if q_lb[ch, q] > t:
@@ -393,7 +415,7 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
         lb = INF
         n = cq_n[ch, q]
         if sched == SCHED_FCFS and n > 1:
-            n = 1
+            n = 1 if dbg_w == 0 else min(n, dbg_w)
         for k in range(n):
             ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
                                         aw32, aw32_n, cq_n, cq, ch, q, k, t, False)
@@ -407,20 +429,52 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                 key = seq
             elif sched == SCHED_FRFCFS:
                 key = nonhit * (SEQ_MASK + 1) + seq
+            elif sched == SCHED_DRAMSIM3_RR:
+                d = q - qidx - 1
+                if d < 0:
+                    d += nq
+                key = d * P[P_CQ_SIZE] + k
             else:
                 unmarked = 1 - cq[ch, q, k, CQ_MARK]
                 rank = src_rank[ch, cq[ch, q, k, CQ_SRC] % NSRC]
                 key = (((unmarked * 2 + nonhit) * 256) + rank) * (SEQ_MASK + 1) + seq
-            if key < best_key:
+            if key < best_key and (k == 0 or sched != SCHED_FCFS):
                 best_key = key
                 best_q = q
                 best_k = k
                 best_need = need
+            if dbg_w > 0 and nonhit == 0 and key < alt_key \
+                    and cq[ch, q, k, CQ_BANK] // bpg != last_g:
+                alt_key = key
+                alt_q = q
+                alt_k = k
+                alt_need = need
         q_lb[ch, q] = lb
         if lb < mn:
             mn = lb
+    if alt_q >= 0:
+        # dynamic bank grouping: take the other bank group's column command instead
+        if best_q < 0:
+            best_q = alt_q
+            best_k = alt_k
+            best_need = alt_need
+        elif best_need == cq[ch, best_q, best_k, CQ_TYPE] \
+                and cq[ch, best_q, best_k, CQ_BANK] // bpg == last_g:
+            d = (cq[ch, alt_q, alt_k, CQ_SEQ] & SEQ_MASK) - (cq[ch, best_q, best_k, CQ_SEQ]
+                                                              & SEQ_MASK)
+            if d < 0:
+                d = -d
+            if d < dbg_w:
+                best_q = alt_q
+                best_k = alt_k
+                best_need = alt_need
     if best_q < 0:
         CS[ch, CS_MINLB] = mn
+    if best_q >= 0:
+        if sched == SCHED_DRAMSIM3_RR:
+            CS[ch, CS_QIDX] = best_q
+        if dbg_w > 0 and best_need == cq[ch, best_q, best_k, CQ_TYPE]:
+            CS[ch, CS_DBG_COL] = cq[ch, best_q, best_k, CQ_BANK] // bpg
     if best_q >= 0 and best_need == PRE:
         # count the on-demand precharge as DRAMsim3 does
         _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq, ch, best_q, best_k,
@@ -798,6 +852,8 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
     kind = 0
     if not unified and CS[ch, CS_WDRAIN] > 0:
         kind = 1
+        if P[P_DBG_W] > 0:
+            _dbg_order_writes(P, CS, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, ch)
     for attempt in range(2):
         # nothing can move until a command queue frees a slot or a new transaction arrives
         if CS[ch, CS_TQ_BLOCKED] == kind + 1:
@@ -868,6 +924,54 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
             CS[ch, CS_TQ_BLOCKED] = kind + 1
             return False
     return False
+
+
+@njit(cache=True, _nrt=False)
+def _dbg_order_writes(P, CS, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, ch):
+    """Dynamic bank grouping for a write drain: of the first W waiting writes that can move
+    (their command queue has room), bring the oldest one to a bank group other than the last
+    moved write's to the front of the write buffer, so that a drain alternates bank groups
+    instead of moving one group's writes back to back."""
+    if CS[ch, CS_TQ_BLOCKED] == 2:
+        return
+    n = min(tq_n[ch, 1], P[P_DBG_W])
+    last = CS[ch, CS_DBG_WR]
+    first = -1
+    first_g = -1
+    pick = -1
+    pick_g = -1
+    for i in range(n):
+        if cq_n[ch, tq_q[ch, 1, i]] >= P[P_CQ_SIZE]:
+            continue
+        _c, ra, bg, _ba, _ro, _co = _decode(P, tq_addr[ch, 1, i])
+        g = ra * P[P_BGS] + bg
+        if first < 0:
+            first = i
+            first_g = g
+        if g != last:
+            pick = i
+            pick_g = g
+            break
+    if first < 0:
+        return
+    if pick < 0:
+        pick = first
+        pick_g = first_g
+    CS[ch, CS_DBG_WR] = pick_g
+    if pick > 0:
+        a = tq_addr[ch, 1, pick]
+        w = tq_isw[ch, 1, pick]
+        s = tq_src[ch, 1, pick]
+        q = tq_q[ch, 1, pick]
+        for j in range(pick, 0, -1):
+            tq_addr[ch, 1, j] = tq_addr[ch, 1, j - 1]
+            tq_isw[ch, 1, j] = tq_isw[ch, 1, j - 1]
+            tq_src[ch, 1, j] = tq_src[ch, 1, j - 1]
+            tq_q[ch, 1, j] = tq_q[ch, 1, j - 1]
+        tq_addr[ch, 1, 0] = a
+        tq_isw[ch, 1, 0] = w
+        tq_src[ch, 1, 0] = s
+        tq_q[ch, 1, 0] = q
 
 
 @njit(cache=True, _nrt=False)

@@ -179,6 +179,12 @@ class Simulator:
         # no completion for this long with requests outstanding is reported as a livelock
         P[K.P_WATCHDOG] = max(1_000_000, 200 * cfg.tREFI)
         P[K.P_PARBS_CAP] = cfg.parbs_marking_cap
+        if cfg.dynamic_bank_grouping:
+            # a controller policy: the reordering window; DRAMsim3's scheduler then runs in
+            # its emulated form (the plain DRAMsim3 path has no bank-grouping option)
+            P[K.P_DBG_W] = cfg.bank_group_window
+            if P[K.P_SCHED] == K.SCHED_DRAMSIM3:
+                P[K.P_SCHED] = K.SCHED_DRAMSIM3_RR
         P[K.P_XOR] = int(bool(cfg.xor_bank_interleave))
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
         P[K.P_PHANTOM_EOF] = int(self.options.phantom_eof_read)
@@ -198,6 +204,8 @@ class Simulator:
         CS[:, K.CS_PR_FREE] = 0
         CS[:, K.CS_PW_FREE] = 0
         CS[:, K.CS_QIDX] = 0
+        CS[:, K.CS_DBG_COL] = -1
+        CS[:, K.CS_DBG_WR] = -1
         s["CS"] = CS
         s["C"] = z((nch, K.NC), np.int64)
         s["BK"] = z((nch, nb, K.NBK), np.int64)

@@ -240,6 +240,7 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
 # ==== study ====================================================================================
 def _study_params(items: Sequence[str], variants: Sequence[str]) -> dict[str, Any]:
     """--param NAME=V1,V2 and --variant NAME:KEY=VALUE,... into StudySetup.params."""
+    from engine.studies.recommendations import TEXT_PARAMS   # given as text, not config fields
     from engine.studies.spec import StudyError, parse_value
 
     params: dict[str, Any] = {}
@@ -249,7 +250,7 @@ def _study_params(items: Sequence[str], variants: Sequence[str]) -> dict[str, An
             raise StudyError(f"--param {item!r}: expected NAME=V1,V2,...")
         name = name.strip()
         texts = [v.strip() for v in values.split(",") if v.strip()]
-        params[name] = texts if name == "configs" else [parse_value(name, v) for v in texts]
+        params[name] = texts if name in TEXT_PARAMS else [parse_value(name, v) for v in texts]
     if variants:
         table: dict[str, dict[str, Any]] = {}
         for item in variants:

@@ -974,9 +974,11 @@ def _share_draw(rows: list[Row], acc: Mapping[str, Any], pj_per_flop: float) -> 
 
 
 # ---- registry -----------------------------------------------------------------------------------
+from engine.studies.recommendations import Recommendations  # noqa: E402  (builds on the above)
+
 STUDIES: dict[str, Study] = {s.name: s for s in (
     TimingSensitivity(), Architecture(), ControllerPolicy(), Technology(), HotSpots(),
-    BatchSize(), MemoryShare())}
+    BatchSize(), MemoryShare(), Recommendations())}
 
 
 def get_study(name: str) -> Study:

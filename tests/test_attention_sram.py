@@ -109,6 +109,9 @@ def test_lru_reads_fill_then_hit_and_dirty_evictions_are_written_back(tmp_path):
     out = read_trace(tmp_path / "o.h5")
     assert (res.removed_reads, res.removed_writes, res.fills, res.writebacks) == (2, 1, 3, 1)
     assert out.addr.tolist() == [A, B, C, B]
+    # SRAM accesses: the 6 requests, 3 fills written in, 1 write-back read out
+    assert res.sram_accesses == 10
+    assert res.sram_energy_pJ == pytest.approx(10 * energy_per_line_pj(2 * LINE))
     assert out.is_write.tolist() == [False, True, False, False]
 
 

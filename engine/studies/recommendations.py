@@ -290,7 +290,8 @@ class Recommendations(Study):
         return out
 
     def points(self, setup: StudySetup) -> list[Point]:
-        from engine.workloads.attention_sram import SramSpec, apply_attention_sram
+        from engine.workloads.attention_sram import (MODEL_VERSION, SramSpec,
+                                                     apply_attention_sram)
         self._check_params(setup, list(self.ALLOWED))
         platforms = list(setup.params.get("configs") or DEFAULT_PLATFORMS)
         k = self._one(setup, "segments", 5, int)
@@ -310,7 +311,7 @@ class Recommendations(Study):
                 if not seg.exists():
                     write_segment(Path(t.path), seg, lo, hi, t.group)
                 seg_in = self._segment_input(t, seg, s, lo, hi, n)
-                sram_file = work / f"{t.digest[:16]}.{lo}-{hi}.sram-{_key(sram.__dict__)}.h5"
+                sram_file = work / f"{t.digest[:16]}.{lo}-{hi}.sram-{_key(sram.__dict__, MODEL_VERSION)}.h5"
                 sram_meta = work / f"{sram_file.name}.json"
                 sram_in = None
                 if _has_tags(Path(t.path), t.group):

@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 LINE = 64
 POLICIES = ("lru", "pinned")
+#: changes whenever the model's results change (derived traces and their summaries are cached)
+MODEL_VERSION = 2
 #: (SRAM bytes, pJ per 64-bit access), Horowitz ISSCC 2014, 45 nm.
 HOROWITZ_45NM = ((8 << 10, 10.0), (32 << 10, 20.0), (1 << 20, 100.0))
 ENERGY_SOURCE = ("M. Horowitz, 'Computing's energy problem (and what we can do about it)', "
@@ -114,7 +116,7 @@ class SramResult:
     removed_writes: int = 0         # writes absorbed
     fills: int = 0                  # tagged reads that still went to DRAM (misses)
     writebacks: int = 0             # dirty lines written back (evictions + end of trace)
-    sram_accesses: int = 0          # every tagged request + every fill written into the SRAM
+    sram_accesses: int = 0          # tagged requests + fills written in + write-backs read out
     energy_per_access_pJ: float = 0.0
     sram_energy_pJ: float = 0.0
     energy_source: str = ENERGY_SOURCE
@@ -305,8 +307,9 @@ def apply_attention_sram(src: str | Path, dst: str | Path, spec: SramSpec | None
     write_hdf5(dst, chunks(), compression="lzf")
     res.tagged_reads = res.tagged - res.tagged_writes
     res.removed_reads, res.removed_writes, res.fills, res.writebacks = (int(c) for c in counts)
-    # every tagged request touches the SRAM; a fill also writes the line into it
-    res.sram_accesses = res.tagged + res.fills
+    # every tagged request touches the SRAM; a fill also writes the line into it, a
+    # write-back reads it out
+    res.sram_accesses = res.tagged + res.fills + res.writebacks
     res.sram_energy_pJ = res.sram_accesses * res.energy_per_access_pJ
     log.info("attention SRAM %s on %s: %d of %d tagged requests removed (%.1f %%), %d "
              "write-backs", spec.policy, src.name, res.removed, res.tagged,

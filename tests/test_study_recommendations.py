@@ -10,7 +10,8 @@ import pytest
 
 from engine.studies import run_study, render_report
 from engine.studies.recommendations import (BASELINE, RECOMMENDATIONS, Change, Recommendations,
-                                            paired_change, platform_config, verdict)
+                                            paired_change, platform_config, run_key,
+                                            verdict)
 from engine.studies.spec import StudyError, StudySetup, TraceInput
 from engine.studies.synthetic import _ATTN_BASE, training_step
 
@@ -64,7 +65,8 @@ def test_analysis_on_synthetic_results_gives_one_verdict_per_recommendation():
         for order, (name, f) in enumerate([(BASELINE, [1, 1, 1])] + list(changes.items())):
             pid = f"p{s}{order}"
             points.append({"point_id": pid, "trace": trace, "tags": {
-                "platform": "DDR4-3200@8ch", "segment": s, "variant": name, "order": order}})
+                "platform": "DDR4-3200@8ch", "segment": s, "variant": name, "order": order,
+                "setup": run_key({}, {})}})
             records.append({"point_id": pid, "status": "ok",
                             "metrics": _metrics(bt * f[s], 5e6 * f[s])})
     doc = {"study": "recommendations", "points": points, "setup": {"params": {}}}
@@ -127,5 +129,15 @@ def test_recommendations_study_end_to_end(tmp_path, monkeypatch):
     assert "将write queue优先级降低15%" in html and "verdict (time)" in html
     a = Recommendations().analyse(out.document, out.records)
     sram_rows = [r for r in a.tables[0].rows if r[1] == "attention SRAM"]
-    assert sram_rows and all("SRAM served" in r[11] for r in sram_rows)
+    assert sram_rows and all("net" in r[11] and "read hits" in r[11] for r in sram_rows)
     assert any("not applicable" in f.text for f in a.findings)
+    # a second run with other parameters into the same folder: the report uses its own points
+    setup2 = StudySetup(traces=traces, params={"configs": ["DDR4-3200@2ch"], "segments": ["2"],
+                                               "sram_kib": ["64"]}, arrival="saturate")
+    out2 = run_study("recommendations", setup2, folder=tmp_path / "out", workers=0)
+    from engine.studies import load_results
+    doc, recs = load_results(tmp_path / "out")
+    a2 = Recommendations().analyse(doc, recs)
+    assert {r[3] for r in a2.tables[0].rows} == {"DDR4-3200@2ch"}
+    assert any("earlier runs" in n for n in a2.notes)
+    assert len(out2.document["points"]) == 2 * 2 * 8

@@ -193,6 +193,12 @@ def _key(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def run_key(params: Mapping[str, Any], overrides: Mapping[str, Any]) -> str:
+    """Identifies the study parameters a point was made with (tagged on every point)."""
+    return _key({k: list(v) if isinstance(v, (list, tuple)) else v for k, v in params.items()},
+                dict(overrides))
+
+
 # ---- platforms ----------------------------------------------------------------------------------
 def platform_config(name: str, overrides: Mapping[str, Any]) -> Any:
     """A preset or config file, or ``PRESET@Nch`` (the preset with N channels, built in code:
@@ -322,7 +328,8 @@ class Recommendations(Study):
                     sram_in = (self._segment_input(t, sram_file, s, lo, hi, n), meta)
                 for pname in platforms:
                     cfg = platform_config(pname, setup.overrides)
-                    base_tags = {"platform": pname, "segment": s, "block": [lo, hi]}
+                    base_tags = {"platform": pname, "segment": s, "block": [lo, hi],
+                                 "setup": run_key(setup.params, setup.overrides)}
                     pts.append(self._point(cfg, seg_in, {**base_tags, "variant": BASELINE,
                                                          "order": 0}, setup))
                     for order, (rec, how) in enumerate(self.variants(cfg, setup), start=1):
@@ -335,9 +342,11 @@ class Recommendations(Study):
                                 continue
                             src, meta = sram_in
                             tags["sram"] = {k2: meta[k2] for k2 in (
-                                "tagged", "removed", "fills", "writebacks", "sram_accesses",
-                                "sram_energy_pJ", "energy_per_access_pJ")}
+                                "tagged", "removed_reads", "removed_writes", "fills",
+                                "writebacks", "sram_accesses", "sram_energy_pJ",
+                                "energy_per_access_pJ")}
                             tags["sram"]["spec"] = meta["spec"]
+                            tags["sram"]["model"] = MODEL_VERSION
                             pts.append(self._point(cfg, src, tags, setup))
                         else:
                             try:
@@ -362,8 +371,17 @@ class Recommendations(Study):
     def analyse(self, document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                 ) -> Analysis:
         rows, notes = join(document, records)
-        a = Analysis(self.title, notes=notes)
         setup = document.get("setup", {})
+        # a results folder keeps the points of earlier runs: use this setup's only
+        key = run_key(setup.get("params", {}), setup.get("overrides", {}))
+        from engine.workloads.attention_sram import MODEL_VERSION
+        stale = [r for r in rows if r.tags.get("setup") != key or (
+            r.tags.get("sram") and r.tags["sram"].get("model") != MODEL_VERSION)]
+        if stale:
+            notes.append(f"{len(stale)} finished point(s) of earlier runs with other "
+                         "parameters are not used")
+            rows = [r for r in rows if r not in stale]
+        a = Analysis(self.title, notes=notes)
         params = setup.get("params", {})
         min_eff = float((params.get("min_effect_pct") or [0.5])[0]) \
             if isinstance(params.get("min_effect_pct"), list) else \
@@ -523,9 +541,13 @@ def mechanism(var: Sequence[Row], base: Sequence[Row]) -> str:
     sram = [r.tags.get("sram") for r in var if r.tags.get("sram")]
     if sram:
         tg = sum(s["tagged"] for s in sram)
-        rm = sum(s["removed"] for s in sram)
-        parts.append(f"SRAM served {rm} of {tg} attention requests"
-                     + (f" ({100 * rm / tg:.1f} %)" if tg else ""))
+        rh = sum(s["removed_reads"] for s in sram)
+        wa = sum(s["removed_writes"] for s in sram)
+        wb = sum(s["writebacks"] for s in sram)
+        net = rh + wa - wb
+        parts.append(f"SRAM: of {tg} attention requests {rh} read hits, {wa} writes absorbed, "
+                     f"{wb} lines written back: net {net} DRAM requests removed"
+                     + (f" ({100 * net / b_cols:.2f} % of the DRAM requests)" if b_cols else ""))
     return "; ".join(parts) or "no counter moved by >= 0.5 %"
 
 

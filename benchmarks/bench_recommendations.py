@@ -4,8 +4,8 @@
         [--platform DDR4-3200@8ch --platform HBM2] [--json out.json]
 
 For each trace block (e.g. the study's derived blocks under $DIFFMEM_DERIVED_DIR) and
-platform, runs the baseline, dynamic bank grouping and write priority -15 % with command
-traces (requests offered as fast as the memory takes them, as the study does), and counts
+platform, runs the baseline, dynamic bank grouping, write priority -15 % and the 2 KB page
+(where it applies) with command traces (requests offered as fast as the memory takes them, as the study does), and counts
 what the engine's statistics do not: back-to-back column commands to the same bank group
 (each pays tCCD_L) and to another one (tCCD_S), read/write bus turnarounds (a switch from a
 read burst to a write burst or back: one per write drain and its return to reads), besides
@@ -27,18 +27,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.simulator import SimOptions, Simulator, cmd_trace_paths  # noqa: E402
-from engine.studies.recommendations import platform_config  # noqa: E402
+from engine.studies.recommendations import _page_2kb, platform_config  # noqa: E402
 from engine.trace import iter_trace  # noqa: E402
 
 VARIANTS = {"baseline": {}, "dynamic bank grouping": {"dynamic_bank_grouping": True},
-            "write priority -15 %": {"write_priority_pct": 15.0}}
+            "write priority -15 %": {"write_priority_pct": 15.0}, "2 KB row buffer": None}
 COLUMN = {"read", "read_p", "write", "write_p"}
 
 
-def count_command_trace(paths: list[Path]) -> dict[str, int]:
-    """Same- / other-bank-group column pairs and read/write turnarounds, over all channels."""
-    out = {"column": 0, "same_bg_pairs": 0, "other_bg_pairs": 0, "rw_turnarounds": 0}
-    for p in paths:
+WINDOW = 10_000     # cycles, for the channel-parallelism count
+
+
+def count_command_trace(paths: list[Path]) -> dict[str, float]:
+    """Same- / other-bank-group column pairs and read/write turnarounds, over all channels,
+    and channel parallelism: the mean number of channels issuing column commands per
+    10,000-cycle window (over windows where any does)."""
+    out: dict[str, float] = {"column": 0, "same_bg_pairs": 0, "other_bg_pairs": 0,
+                             "rw_turnarounds": 0}
+    windows: dict[int, set[int]] = {}
+    for ch, p in enumerate(paths):
         last_g = None
         last_w = None
         with open(p) as f:
@@ -48,12 +55,15 @@ def count_command_trace(paths: list[Path]) -> dict[str, int]:
                     continue
                 g = (parts[3], parts[4])
                 w = parts[1].startswith("write")
+                windows.setdefault(int(parts[0]) // WINDOW, set()).add(ch)
                 out["column"] += 1
                 if last_g is not None:
                     out["same_bg_pairs" if g == last_g else "other_bg_pairs"] += 1
                     if w != last_w:
                         out["rw_turnarounds"] += 1
                 last_g, last_w = g, w
+    out["active_channels"] = (sum(len(v) for v in windows.values()) / len(windows)
+                              if windows else 0.0)
     return out
 
 
@@ -73,6 +83,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("blocks", nargs="+", type=Path)
     ap.add_argument("--platform", action="append", default=None)
+    ap.add_argument("--variant", action="append", default=None, choices=list(VARIANTS),
+                    help="variants to run (default: all)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     platforms = args.platform or ["DDR4-3200@8ch", "HBM2"]
@@ -82,7 +94,12 @@ def main() -> int:
         for block in args.blocks:
             for pname in platforms:
                 base_cfg = platform_config(pname, {})
-                for vname, over in VARIANTS.items():
+                for vname in args.variant or list(VARIANTS):
+                    over = VARIANTS[vname]
+                    if over is None:                      # 2 KB page at equal capacity
+                        over = _page_2kb(base_cfg)
+                        if over is None:
+                            continue
                     cfg = base_cfg.replace(**over)
                     cmd = Path(tmp) / "cmd.trace"
                     r = run(cfg, block, cmd)
@@ -92,7 +109,8 @@ def main() -> int:
                     print(f"{block.name:<40} {pname:<14} {vname:<22} cycles {r['cycles']:>9} "
                           f"hits {100 * r['row_hit_rate']:5.1f} %  same-BG pairs "
                           f"{r['same_bg_pairs']:>7} other-BG {r['other_bg_pairs']:>7}  "
-                          f"R/W turnarounds {r['rw_turnarounds']:>6}", flush=True)
+                          f"R/W turnarounds {r['rw_turnarounds']:>6}  active channels "
+                          f"{r['active_channels']:.2f}", flush=True)
                     for p in cmd_trace_paths(cmd, cfg.channels):
                         Path(p).unlink(missing_ok=True)
     cpu = time.process_time() - cpu0

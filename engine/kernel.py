@@ -50,9 +50,10 @@ REF_RANK_STAGGERED, REF_RANK_SIMULTANEOUS, REF_BANK_STAGGERED = range(3)
 # ---- per-channel scalar state CS[ch, k] --------------------------------------------------
 (CS_QIDX, CS_WDRAIN, CS_INREF, CS_REFQ_HEAD, CS_REFQ_N, CS_REF_RANK, CS_REF_BG, CS_REF_BANK,
  CS_PR_FREE, CS_PW_FREE, CS_NMARKED, CS_SEQ, CS_TQ_BLOCKED, CS_CQ_TOTAL, CS_MINLB,
- CS_DBG_COL, CS_DBG_WR) = range(17)
-NCS = 17         # CS_DBG_COL / CS_DBG_WR: bank group (rank * bankgroups + bg) of the last
-                 # column command issued / write moved to a command queue (-1: none yet)
+ CS_DBG_COL, CS_DBG_WR, CS_DBG_WADDR) = range(18)
+NCS = 18         # dynamic bank grouping: CS_DBG_COL bank group (rank * bankgroups + bg) of
+                 # the last column command issued; CS_DBG_WR / CS_DBG_WADDR group and address
+                 # of the write last put at the front of the write buffer (-1: none yet)
 REFQ_CAP = 64
 
 # ---- per-channel counters C[ch, k] --------------------------------------------------------
@@ -374,7 +375,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
 @njit(cache=True, _nrt=False)
 def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
                    cq_n, cq,
-                   src_rank, q_lb, ch, t):
+                   src_rank, q_lb, ch, t, tq_n, tq_addr, tq_isw, tq_src, tq_q):
     """FCFS, FR-FCFS and PAR-BS: the best ready command over all queues of the channel.
 
     FCFS: only each queue's oldest entry may proceed; the oldest ready one wins.
@@ -392,6 +393,10 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
     """
     sched = P[P_SCHED]
     dbg_w = P[P_DBG_W]
+    if dbg_w > 0 and CS[ch, CS_WDRAIN] > 0 and P[P_UNIFIED] == 0:
+        # write drain in progress: put a write to another bank group at the front of the
+        # write buffer before this cycle's transaction is scheduled
+        _dbg_order_writes(P, CS, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, ch)
     nq = P[P_NQ]
     qidx = CS[ch, CS_QIDX]
     last_g = CS[ch, CS_DBG_COL]
@@ -852,8 +857,6 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
     kind = 0
     if not unified and CS[ch, CS_WDRAIN] > 0:
         kind = 1
-        if P[P_DBG_W] > 0:
-            _dbg_order_writes(P, CS, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, ch)
     for attempt in range(2):
         # nothing can move until a command queue frees a slot or a new transaction arrives
         if CS[ch, CS_TQ_BLOCKED] == kind + 1:
@@ -928,36 +931,29 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
 
 @njit(cache=True, _nrt=False)
 def _dbg_order_writes(P, CS, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, ch):
-    """Dynamic bank grouping for a write drain: of the first W waiting writes that can move
-    (their command queue has room), bring the oldest one to a bank group other than the last
-    moved write's to the front of the write buffer, so that a drain alternates bank groups
+    """Dynamic bank grouping for a write drain: once the write last put at the front of the
+    write buffer has moved on, bring the oldest of the first W waiting writes whose bank
+    group differs from that write's to the front, so that a drain alternates bank groups
     instead of moving one group's writes back to back."""
-    if CS[ch, CS_TQ_BLOCKED] == 2:
-        return
     n = min(tq_n[ch, 1], P[P_DBG_W])
+    if n == 0:
+        return
+    if CS[ch, CS_DBG_WADDR] >= 0 and np.int64(tq_addr[ch, 1, 0]) == CS[ch, CS_DBG_WADDR]:
+        return                      # the write put in front has not moved yet
     last = CS[ch, CS_DBG_WR]
-    first = -1
-    first_g = -1
-    pick = -1
+    pick = 0
     pick_g = -1
     for i in range(n):
-        if cq_n[ch, tq_q[ch, 1, i]] >= P[P_CQ_SIZE]:
-            continue
         _c, ra, bg, _ba, _ro, _co = _decode(P, tq_addr[ch, 1, i])
         g = ra * P[P_BGS] + bg
-        if first < 0:
-            first = i
-            first_g = g
+        if i == 0:
+            pick_g = g
         if g != last:
             pick = i
             pick_g = g
             break
-    if first < 0:
-        return
-    if pick < 0:
-        pick = first
-        pick_g = first_g
     CS[ch, CS_DBG_WR] = pick_g
+    CS[ch, CS_DBG_WADDR] = np.int64(tq_addr[ch, 1, pick])
     if pick > 0:
         a = tq_addr[ch, 1, pick]
         w = tq_isw[ch, 1, pick]
@@ -1112,7 +1108,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                         q, k, need = _pick_priority(P, CS, C, refq, b_state, b_row, b_hits,
                                                     b_timing, faw, faw_n, aw32, aw32_n, cq_n,
                                                     cq, src_rank, q_lb,
-                                                    ch, t)
+                                                    ch, t, tq_n, tq_addr, tq_isw, tq_src, tq_q)
                     if q >= 0:
                         cmd = need
                         bidx = cq[ch, q, k, CQ_BANK]

@@ -206,6 +206,7 @@ class Simulator:
         CS[:, K.CS_QIDX] = 0
         CS[:, K.CS_DBG_COL] = -1
         CS[:, K.CS_DBG_WR] = -1
+        CS[:, K.CS_DBG_WADDR] = -1
         s["CS"] = CS
         s["C"] = z((nch, K.NC), np.int64)
         s["BK"] = z((nch, nb, K.NBK), np.int64)

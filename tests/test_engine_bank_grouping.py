@@ -129,3 +129,39 @@ def test_bank_grouping_is_a_declared_controller_parameter():
         assert spec.section == "controller" and not spec.dramsim3
     with pytest.raises(Exception, match="bank_group_window"):
         load_config("DDR4-3200").replace(bank_group_window=0)
+
+
+def test_write_drains_alternate_bank_groups(tmp_path):
+    """Writes only, arriving g0 g0 g1 g1 ..., with command queues of one entry (the picker has
+    no choice: the order is the order the drain moves writes in). In order, the write
+    commands alternate gaps of tCCD_L and tCCD_S; with dynamic bank grouping the drain takes
+    the next write of the other bank group: same-group pairs become rare (15 -> 1 here) and
+    each one removed saves tCCD_L - tCCD_S cycles."""
+    base = load_config("DDR4-3200").replace(scheduler="fcfs", queue_structure="PER_RANK",
+                                            cmd_queue_size=1)
+    g = [_address(base, bg=0), _address(base, bg=1)]
+    addr, cyc, isw = [g[0], g[1]], [0, 1], [False, False]
+    for i in range(64):
+        addr.append(_address(base, bg=(i // 2) % 2, col=1 + i))
+        cyc.append(200)
+        isw.append(True)
+    n = len(addr)
+    trace = tmp_path / "w.trace"
+    write_text(trace, TraceChunk(np.array(addr, np.uint64), np.array(isw),
+                                 np.array(cyc, np.int64), np.zeros(n, np.uint16)))
+
+    def same_group_pairs(cfg):
+        cmd = tmp_path / "w.cmd"
+        st = simulate_trace(cfg, trace, SimOptions(epoch=0, cmd_trace=cmd)).summary
+        assert st["num_writes_done"] == 64
+        assert check_command_trace(cmd, cfg, channel=0) == []
+        groups = [int(line.split()[4]) for line in Path(cmd).read_text().splitlines()
+                  if line.split()[1] == "write"]
+        return sum(a == b for a, b in zip(groups, groups[1:])), st["num_cycles"]
+
+    plain_pairs, plain_cycles = same_group_pairs(base)
+    dbg_pairs, dbg_cycles = same_group_pairs(base.replace(dynamic_bank_grouping=True))
+    assert plain_pairs >= 12
+    assert dbg_pairs <= plain_pairs // 4
+    # every same-group pair the drain removes saves tCCD_L - tCCD_S cycles, exactly
+    assert plain_cycles - dbg_cycles == (plain_pairs - dbg_pairs) * (base.tCCD_L - base.tCCD_S)

@@ -182,11 +182,15 @@ def _setup_for(name: str, traces: dict[str, TraceInput]) -> StudySetup:
             "close page": {"page_policy": "close"}}}),
         "batch": StudySetup([traces["ddpm"], traces["ddpm-b4"]]),
         "memshare": StudySetup(two, config="HBM2", compute={"utilisation": 0.4}),
+        "recommendations": StudySetup(two, params={"configs": ["DDR4-3200"],
+                                                   "segments": ["2"]}),
     }[name]
 
 
 @pytest.mark.parametrize("name", list(STUDIES))
-def test_every_study_runs_and_its_report_holds_every_plot(name, traces, tmp_path):
+def test_every_study_runs_and_its_report_holds_every_plot(name, traces, tmp_path,
+                                                          monkeypatch):
+    monkeypatch.setenv("DIFFMEM_DERIVED_DIR", str(tmp_path / "derived"))
     out = tmp_path / name
     outcome = run_study(name, _setup_for(name, traces), folder=out, workers=0)
     assert outcome.records and all(r["status"] == "ok" for r in outcome.records)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import html
 import re
 import shutil
 
@@ -203,7 +204,7 @@ def test_every_study_runs_and_its_report_holds_every_plot(name, traces, tmp_path
     assert [alt for alt, _ in imgs] == [f.title for f in analysis.figures]
     assert all(len(b64) > 1000 for _, b64 in imgs)
     for f in analysis.findings:
-        assert f.text.replace("&", "&amp;").replace("'", "&#x27;") in page
+        assert html.escape(f.text) in page
     pdf = files.pdf.read_bytes()
     assert pdf.startswith(b"%PDF")
     pages = len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))

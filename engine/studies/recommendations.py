@@ -382,10 +382,8 @@ class Recommendations(Study):
                          "parameters are not used")
             rows = [r for r in rows if r not in stale]
         a = Analysis(self.title, notes=notes)
-        params = setup.get("params", {})
-        min_eff = float((params.get("min_effect_pct") or [0.5])[0]) \
-            if isinstance(params.get("min_effect_pct"), list) else \
-            float(params.get("min_effect_pct") or 0.5)
+        min_eff = self._one(StudySetup(traces=[], params=dict(setup.get("params", {}))),
+                            "min_effect_pct", 0.5, float)
         platforms = sorted({r.tags["platform"] for r in rows},
                            key=lambda p: (p != DEFAULT_PLATFORMS[0], p))
         claims = {k: (zh, en, target) for k, zh, en, target in RECOMMENDATIONS}
@@ -439,7 +437,7 @@ class Recommendations(Study):
                         f"{lb} {r['latency'].pct:+.1f} %" for lb, r in use) + \
                         " (claimed -25 %)"
                 a.findings.append(Finding(
-                    f"{i}. {rec} (document: \"{zh}\" -- {en}) on {p}: " + "; ".join(parts)
+                    f"{i}. {rec} (document: “{zh}” -- {en}) on {p}: " + "; ".join(parts)
                     + extra, f"recommendation/{rec}/{p}",
                     float(np.mean([r["time"].pct for _, r in use])), None, "%"))
         a.notes.append(

@@ -460,7 +460,7 @@ class Recommendations(Study):
         a.figures.append(FigureSpec(
             "Recommendations: change of step DRAM time and energy per sample",
             "Per platform and workload, with 95 % intervals; negative is better.",
-            _draw(results, platforms)))
+            _draw(results, platforms), size=(10.0, 1.0 + 4.2 * max(1, len(platforms)))))
         return a
 
 
@@ -595,5 +595,5 @@ def _draw(results: Mapping[tuple[str, str, str], Mapping[str, Any]], platforms: 
                 ax.set_xticks(x, recs, rotation=45, ha="right", fontsize=7)
                 ax.grid(axis="y", alpha=0.3)
             axes[pi][0].legend(fontsize=7)
-        fig.subplots_adjust(bottom=0.25, hspace=0.9, wspace=0.3)
+        fig.subplots_adjust(bottom=0.14, top=0.92, hspace=0.75, wspace=0.25)
     return draw

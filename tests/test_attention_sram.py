@@ -127,3 +127,28 @@ def test_energy_source_points_and_errors(tmp_path):
     write_hdf5(tmp_path / "plain.h5", TraceChunk.from_arrays([0], [False], [0]))
     with pytest.raises(SramError, match="phase"):
         apply_attention_sram(tmp_path / "plain.h5", tmp_path / "o.h5")
+
+
+def test_what_if_reports_dram_traffic_and_time_removed(tmp_path):
+    """A read-reuse attention working set that fits: the what-if simulates both traces and
+    says how much DRAM traffic, time and energy the SRAM removes, and what it costs."""
+    from engine.config import load_config
+    from engine.workloads.attention_sram import what_if
+    lines = 512
+    att = np.repeat(np.arange(lines), 4)                      # each line read 4 times
+    rng = np.random.default_rng(2)
+    rng.shuffle(att)
+    other = rng.integers(0, 1 << 20, 2 * lines)
+    addr = np.concatenate([(1 << 30) + att * LINE, other * LINE]).astype(np.uint64)
+    ph = np.concatenate([np.ones(att.size, np.uint8), np.zeros(other.size, np.uint8)])
+    order = rng.permutation(addr.size)
+    src = _tagged_trace(tmp_path / "t.h5", addr[order], np.zeros(addr.size, bool), ph[order])
+    out = what_if(load_config("DDR4-3200"), src, tmp_path, SramSpec(size_bytes=lines * LINE,
+                                                                     ways=16))
+    s = out["sram"]
+    assert s["tagged"] == att.size and s["fills"] >= lines
+    assert s["removed"] == att.size - s["fills"] and s["writebacks"] == 0
+    assert out["dram_bytes"][0] - out["dram_bytes"][1] == s["removed"] * LINE
+    assert out["dram_time_removed_ns"] > 0
+    assert out["energy_with_sram_pJ"] == pytest.approx(out["dram_energy_pJ"][1]
+                                                      + s["sram_energy_pJ"])

@@ -26,11 +26,14 @@ the budget spent, whichever of evaluations / CPU seconds / wall seconds is set),
 completes within any budget.  At ``restarts`` points of the clock the worse half of the chains
 restart from the better half (parameters and optimiser moments copied).
 
-Candidates: every step each chain's sample is a candidate (its forward value is its exact
-EDP); every ``decode_every`` steps each chain's most probable schedule (sigma > 0.5 fused) is
-scored too.  A candidate is accepted only if every buffer fits and its fused edges can run
-fused exactly as sigma decided (aligned tiles, the fused group fits): the fusion of the result
-is sigma's hard decision, never changed afterwards (the refinement keeps it fixed).
+Candidates: every step the most promising chains' samples (their forward values are their
+exact EDPs) and every ``decode_every`` steps the chains' most probable schedules (sigma > 0.5
+fused) are projected onto the feasible set, DOSA-style: the tiles of each edge sigma fuses are
+aligned to the nearest aligned splits, and an edge whose fused group cannot fit is switched
+off in sigma itself (beta made negative), so sigma's hard decision is the candidate's fused
+set.  The best feasible candidate is the result; its fusion is sigma's decision, never changed
+afterwards (the refinement keeps the fused set fixed).  One chain restarts centred on the best
+candidate at each restart point, so the projection feeds back into the descent.
 """
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ FINISH_SHARE = 0.95            # of a time budget for the steps; the rest for th
 
 @dataclass
 class FADiffSettings:
-    chains: int = 16                # K starts in one tensor
+    chains: int = 8                 # K starts in one tensor
     lr_start: float = 0.3
     lr_end: float = 0.01
     tau_start: float = 1.0
@@ -66,6 +69,7 @@ class FADiffSettings:
     lambda_max: float = 1e4
     align_weight: float = 0.01      # fused-tile misalignment (the projection aligns exactly)
     restarts: int = 3               # times the worse half restarts from the better half
+    seed_best: bool = True          # ... and one chain restarts centred on the best found
     decode_every: int = 5           # score each chain's most probable schedule every N steps
     share_shapes: bool = True       # identical-shape layers share one decision
     log_relax: bool = True          # straight-through in log-factor space (False: linear)
@@ -198,6 +202,23 @@ class _Model:
             m[bad] = m[good]
             v[bad] = v[good]
 
+    @torch.no_grad()
+    def seed_chain(self, opt: Adam, k: int, choices: np.ndarray, fused: list[int],
+                   peak: float = 4.0) -> None:
+        """Chain k restarts centred on a schedule (the best found so far): its choices get
+        logit ``peak`` over the rest, its fused edges beta +peak/2, the others -peak/2."""
+        rows = torch.as_tensor(choices[self.reps])                          # [G,8]
+        self.logits[k] = 0.0
+        self.logits[k].scatter_(-1, rows[:, :7, None], peak)
+        self.order_logits[k] = 0.0
+        self.order_logits[k, torch.arange(len(self.reps)), rows[:, 7]] = peak
+        self.beta[k] = -peak / 2
+        if fused:
+            self.beta[k, fused] = peak / 2
+        for m, v in zip(opt.m, opt.v):
+            m[k] = 0.0
+            v[k] = 0.0
+
 
 def _chains_for(space: SearchSpace, budget: Budget, want: int) -> int:
     """Chains that leave at least 16 steps within an evaluation budget."""
@@ -253,13 +274,16 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
             return None
         return cand
 
+    stats = {"tried": 0, "tried_fused": 0, "unshared": 0, "fusion_dropped": 0,
+             "overflow": 0}
+
     def consider(choices: np.ndarray, hard: np.ndarray, edp_hint: np.ndarray,
                  feasible: np.ndarray, tries: int = 2) -> None:
         """Offer the chains' discrete schedules, most promising first (``tries`` of them at
-        most): sigma's fusion decision is kept as it is and the tiles of each fused edge are
-        projected onto alignment (:func:`~optimizer.space.align_edge`, the nearest aligned
-        splits); accepted when every buffer and fused group fits with exactly that
-        decision."""
+        most).  Sigma's hard decision is projected onto what can run: the tiles of each fused
+        edge are aligned (:func:`~optimizer.space.align_edge`, the nearest aligned splits;
+        the sample as it was if that overflows a buffer), edges whose group still does not
+        fit are dropped and switched off in sigma.  Accepted when every buffer fits."""
         nonlocal best
         for k in np.argsort(edp_hint):
             if tries <= 0:
@@ -272,18 +296,35 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
                 return
             tries -= 1
             want = [int(e) for e in np.flatnonzero(hard[k] & fusable)]
+            stats["tried"] += 1
+            stats["tried_fused"] += bool(want)
             cand = _project(choices[k], want)
             if cand is None:
+                stats["unshared"] += 1
                 continue                    # no shared mapping aligns every fused edge
-            fused = repair_fusion(space, cand, want) if want else []
-            if sorted(fused) != want:
-                continue                    # sigma's decision cannot run fused: rejected
+            fused = sorted(repair_fusion(space, cand, want)) if want else []
             edp, viol = score(space, cand, fused)
             tracker.evaluations += L
+            if viol > 0 and want:
+                # the alignment overflowed a buffer: the sample as it was, with the fused
+                # edges that already run fused there
+                stats["overflow"] += 1
+                cand = choices[k]
+                fused = sorted(repair_fusion(space, cand, want))
+                edp, viol = score(space, cand, fused)
+                tracker.evaluations += L
+            if fused != want:
+                # the projection of sigma's decision onto what can run fused: the edges
+                # that cannot are switched off in sigma too (beta < 0), so the decision the
+                # model holds is the candidate's fused set
+                stats["fusion_dropped"] += 1
+                dropped = [e for e in want if e not in fused]
+                with torch.no_grad():
+                    model.beta[k, dropped] = -model.beta[k, dropped].abs() - 0.5
             if viol == 0:
                 chain_best[k] = min(chain_best[k], edp)
                 if best is None or edp < best[0]:
-                    best = (edp, cand.copy(), fused)
+                    best = (edp, cand.copy(), list(fused))
                     tracker.best_edp = edp
 
     step = 0
@@ -318,6 +359,8 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
             next_restart += 1
             rank = np.lexsort((loss.detach().numpy(), chain_best))
             model.restart(opt, rank)
+            if best is not None and st.seed_best:
+                model.seed_chain(opt, int(rank[-1]), best[1], best[2])
         i_best = int(np.argmin(edp))
         tracker.report(float(loss.detach().min()), float(edp[i_best]), tau=tau,
                        violation=float(v[i_best]),
@@ -333,5 +376,5 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         sigma_hard = list(fused)
     result = finish(space, tracker, final, fused, seed)
     result.schedule.meta.update({"chains": K, "steps": step, "sigma_hard_edges": sigma_hard,
-                                 "shared_shapes": st.share_shapes})
+                                 "shared_shapes": st.share_shapes, "candidates": stats})
     return result

@@ -48,7 +48,7 @@ from optimizer.costmodel import (DTYPE, LayerCosts, MappingTensors, capacity_vio
                                  combine, layer_costs)
 from optimizer.search import (Budget, CancelFn, ProgressFn, SearchResult, Tracker,
                               batch_score, finish, score)
-from optimizer.space import ORDER_PAIRS, SearchSpace, align_edge, repair_fusion
+from optimizer.space import ORDER_PAIRS, SearchSpace, align_edge, repair, repair_fusion
 
 NAME = "fadiff"
 N_, K_, C_, P_, Q_ = 0, 1, 2, 3, 4
@@ -67,7 +67,7 @@ class FADiffSettings:
     lambda_up: float = 1.05         # multiply while the chain's sample violates a constraint
     lambda_down: float = 0.98       # multiply while it does not
     lambda_max: float = 1e4
-    align_weight: float = 0.01      # fused-tile misalignment (the projection aligns exactly)
+    align_weight: float = 0.1       # fused-tile misalignment (the projection aligns exactly)
     restarts: int = 3               # times the worse half restarts from the better half
     seed_best: bool = True          # ... and one chain restarts centred on the best found
     decode_every: int = 5           # score each chain's most probable schedule every N steps
@@ -179,7 +179,9 @@ class _Model:
         mis = ((lp[..., [N_, P_, Q_]] - lc[..., [N_, P_, Q_]]) ** 2).sum(-1)
         mis = mis + lp[..., K_] ** 2 + lc.gather(2, chan[None, :, None].expand(
             self.K, -1, 1)).squeeze(2) ** 2
-        return cap, fuse_cap, (sig * mis).sum(-1)
+        # the misalignment pulls the tiles of the edges sigma fuses into line; it does not
+        # push sigma itself (whether to fuse is the EDP gradient's decision)
+        return cap, fuse_cap, (sig.detach() * mis).sum(-1)
 
     def modes(self) -> tuple[np.ndarray, np.ndarray]:
         """Each chain's most probable schedule [K,L,8] and fusion decision [K,E] (sigma>0.5)."""
@@ -306,13 +308,20 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
             edp, viol = score(space, cand, fused)
             tracker.evaluations += L
             if viol > 0 and want:
-                # the alignment overflowed a buffer: the sample as it was, with the fused
-                # edges that already run fused there
+                # the alignment overflowed a buffer: shrink the tiles that overflow
+                # (repair), align again, and keep what then runs fused
                 stats["overflow"] += 1
-                cand = choices[k]
-                fused = sorted(repair_fusion(space, cand, want))
-                edp, viol = score(space, cand, fused)
-                tracker.evaluations += L
+                again = _project(repair(space, cand), want)
+                if again is not None:
+                    cand = again
+                    fused = sorted(repair_fusion(space, cand, want))
+                    edp, viol = score(space, cand, fused)
+                    tracker.evaluations += L
+                if viol > 0:        # still over: the sample as it was
+                    cand = choices[k]
+                    fused = sorted(repair_fusion(space, cand, want))
+                    edp, viol = score(space, cand, fused)
+                    tracker.evaluations += L
             if fused != want:
                 # the projection of sigma's decision onto what can run fused: the edges
                 # that cannot are switched off in sigma too (beta < 0), so the decision the

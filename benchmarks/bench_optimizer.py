@@ -161,6 +161,34 @@ def format_per_layer(p: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "fadiff": {},                                   # everything on
+    "one-chain": {"chains": 1},                     # no batched multi-start
+    "no-restarts": {"restarts": 0},
+    "linear-relax": {"log_relax": False},           # straight-through on the factors
+    "unshared": {"share_shapes": False},            # one decision per layer
+    "lr0": {"learn": False},                        # sampling only: no gradient step
+    "no-fusion": {"fusion": False},
+}
+
+
+def register_ablations() -> list[str]:
+    """FADiff with one component off at a time, registered as methods ``abl:<name>``."""
+    from optimizer import fadiff
+
+    names = []
+    for name, kw in ABLATIONS.items():
+        def run(space: Any, budget: Budget, seed: int = 0, progress: Any = None,
+                cancel: Any = None, _kw: dict[str, Any] = kw, _name: str = name) -> Any:
+            res = fadiff.run(space, budget, seed, progress, cancel,
+                             settings=fadiff.FADiffSettings(**_kw))
+            res.method = res.schedule.method = f"abl:{_name}"
+            return res
+        METHODS[f"abl:{name}"] = run
+        names.append(f"abl:{name}")
+    return names
+
+
 def format_peers(p: dict[str, Any]) -> str:
     lines = []
     for arch, nets in p.items():
@@ -199,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-refine", action="store_true", help="no refinement stage for anyone")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--no-peers", action="store_true", help="skip the mapper comparison")
+    ap.add_argument("--ablation", action="store_true",
+                    help="FADiff with one component off at a time (as methods abl:<name>)")
     ap.add_argument("--per-layer", action="store_true",
                     help="only the per-layer comparison with the mappers (fusion off, each "
                          "layer's own EDP as the objective; the budget is per unique shape)")
@@ -212,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)            # CPU seconds = one core's work, for every method
-    methods = args.methods or list(METHODS)
+    methods = register_ablations() if args.ablation else (args.methods or list(METHODS))
     budget = (Budget(evaluations=args.evaluations, seconds=args.seconds,
                      cpu_seconds=args.cpu_seconds)
               if args.evaluations or args.seconds or args.cpu_seconds

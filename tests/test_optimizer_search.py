@@ -72,8 +72,8 @@ def test_search_plus_refinement_stays_within_the_cpu_budget(space: SearchSpace,
 def test_evaluations_count_layer_mappings_for_every_method(space: SearchSpace) -> None:
     L = len(space.layers)
     for method in SEARCHES:
-        res = get_method(method)(space, Budget(evaluations=600), 2)
-        assert 0 < res.evaluations <= 600, method
+        res = get_method(method)(space, Budget(evaluations=300), 2)
+        assert 0 < res.evaluations <= 300, method
     # a FADiff step costs 9 loop-order pairs x chains x layers
     res = fadiff.run(space, Budget(evaluations=9 * 4 * L * 20), 0,
                      settings=fadiff.FADiffSettings(chains=4))
@@ -83,7 +83,7 @@ def test_evaluations_count_layer_mappings_for_every_method(space: SearchSpace) -
 
 @pytest.mark.parametrize("method", ("fadiff", "ga", "random"))
 def test_no_refine_leaves_the_search_result_untouched(space: SearchSpace, method: str) -> None:
-    budget = Budget(evaluations=1600)
+    budget = Budget(evaluations=800)
     alone = get_method(method)(space, budget, 4)
     res, _ = optimize(space.net, space.hw, method, budget, 4, refine=False)
     assert res.schedule.to_json()["layers"] == alone.schedule.to_json()["layers"]
@@ -115,19 +115,19 @@ def test_identical_layers_get_identical_mappings(space: SearchSpace) -> None:
     groups = space.shape_groups()
     assert [len(g) for g in groups] == [1, 3]
     for refined in (False, True):
-        res, _ = optimize(space.net, space.hw, "fadiff", Budget(evaluations=30000), 0,
+        res, _ = optimize(space.net, space.hw, "fadiff", Budget(evaluations=12000), 0,
                           refine=refined)
         assert _mapping(res, "b") == _mapping(res, "c") == _mapping(res, "d"), refined
     # the shared decision is what FADiff optimises: without it the layers may differ
     settings = fadiff.FADiffSettings(share_shapes=False)
-    res = fadiff.run(space, Budget(evaluations=30000), 0, settings=settings)
+    res = fadiff.run(space, Budget(evaluations=12000), 0, settings=settings)
     assert res.result.valid
 
 
 def test_sigma_hard_decision_is_the_fused_set(space: SearchSpace) -> None:
     fused_any = False
     for seed in range(3):
-        res, _ = optimize(space.net, space.hw, "fadiff", Budget(evaluations=30000), seed)
+        res, _ = optimize(space.net, space.hw, "fadiff", Budget(evaluations=12000), seed)
         decided = [space.edge_names(k) for k in res.schedule.meta["sigma_hard_edges"]]
         assert sorted(decided) == sorted(res.result.fused) == sorted(res.raw.fused)
         fused_any |= bool(decided)

@@ -67,6 +67,7 @@ class FADiffSettings:
     lambda_up: float = 1.05         # multiply while the chain's sample violates a constraint
     lambda_down: float = 0.98       # multiply while it does not
     lambda_max: float = 1e4
+    beta_init: float = 0.0          # initial fusion logit (sigma 0.5: either way)
     align_weight: float = 0.1       # fused-tile misalignment (the projection aligns exactly)
     restarts: int = 3               # times the worse half restarts from the better half
     seed_best: bool = True          # ... and one chain restarts centred on the best found
@@ -103,7 +104,8 @@ class _Model:
                                         requires_grad=True)
         E = len(space.graph.prod)
         self.fusable = space.graph.fusable & torch.tensor(bool(st.fusion))
-        self.beta = torch.zeros(chains, E, dtype=DTYPE, requires_grad=True)
+        self.beta = torch.full((chains, E), float(st.beta_init), dtype=DTYPE,
+                               requires_grad=True)
         reps9 = len(ORDER_PAIRS)
         oi = torch.tensor(order_idx)                                         # [9,4,7]
         self.orders = oi[:, None, None].expand(reps9, chains, L, 4, 7).reshape(-1, 4, 7)

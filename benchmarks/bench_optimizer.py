@@ -163,8 +163,7 @@ def format_per_layer(p: dict[str, Any]) -> str:
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "fadiff": {},                                   # everything on
-    "one-chain": {"chains": 1},                     # no batched multi-start
-    "no-restarts": {"restarts": 0},
+    "eight-chains": {"chains": 8},                  # batched multi-start, restarts
     "linear-relax": {"log_relax": False},           # straight-through on the factors
     "unshared": {"share_shapes": False},            # one decision per layer
     "lr0": {"learn": False},                        # sampling only: no gradient step

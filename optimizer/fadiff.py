@@ -58,7 +58,7 @@ FINISH_SHARE = 0.95            # of a time budget for the steps; the rest for th
 
 @dataclass
 class FADiffSettings:
-    chains: int = 8                 # K starts in one tensor
+    chains: int = 1                 # K starts in one tensor (1: best on one CPU core)
     lr_start: float = 0.3
     lr_end: float = 0.01
     tau_start: float = 1.0

@@ -171,12 +171,14 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 }
 
 
-def register_ablations() -> list[str]:
+def register_ablations(only: list[str] | None = None) -> list[str]:
     """FADiff with one component off at a time, registered as methods ``abl:<name>``."""
     from optimizer import fadiff
 
     names = []
     for name, kw in ABLATIONS.items():
+        if only and name not in only:
+            continue
         def run(space: Any, budget: Budget, seed: int = 0, progress: Any = None,
                 cancel: Any = None, _kw: dict[str, Any] = kw, _name: str = name) -> Any:
             res = fadiff.run(space, budget, seed, progress, cancel,
@@ -228,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="skip the mapper comparison")
     ap.add_argument("--ablation", action="store_true",
                     help="FADiff with one component off at a time (as methods abl:<name>)")
+    ap.add_argument("--variants", nargs="+", default=None, choices=list(ABLATIONS),
+                    help="with --ablation: only these variants")
     ap.add_argument("--per-layer", action="store_true",
                     help="only the per-layer comparison with the mappers (fusion off, each "
                          "layer's own EDP as the objective; the budget is per unique shape)")
@@ -241,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)            # CPU seconds = one core's work, for every method
-    methods = register_ablations() if args.ablation else (args.methods or list(METHODS))
+    methods = register_ablations(args.variants) if args.ablation else (args.methods or list(METHODS))
     budget = (Budget(evaluations=args.evaluations, seconds=args.seconds,
                      cpu_seconds=args.cpu_seconds)
               if args.evaluations or args.seconds or args.cpu_seconds

@@ -364,14 +364,28 @@ def cmd_study(args: argparse.Namespace) -> int:
 
 
 # ==== optimize / evaluate / compare (the Gemmini schedule optimiser) ===========================
+DEFAULT_CPU_SECONDS = 6.0      # optimize's default budget (process CPU seconds)
+
+
 def _budget(args: argparse.Namespace, default_evaluations: int,
             default_seconds: float) -> Any:
-    """--evaluations / --seconds; with neither, whichever of the defaults comes first."""
+    """--evaluations (layer-mapping evaluations) / --cpu-seconds / --seconds; with none,
+    DEFAULT_CPU_SECONDS of CPU time or ``default_seconds`` of wall time, whichever comes first
+    (``default_evaluations`` is kept for callers' compatibility; evaluations are counted per
+    layer mapping, so a fixed count means very different searches on different networks)."""
     from optimizer.search import Budget
 
-    if args.evaluations is None and args.seconds is None:
-        return Budget(evaluations=default_evaluations, seconds=default_seconds)
-    return Budget(evaluations=args.evaluations, seconds=args.seconds)
+    cpu = getattr(args, "cpu_seconds", None)
+    if args.evaluations is None and args.seconds is None and cpu is None:
+        return Budget(cpu_seconds=DEFAULT_CPU_SECONDS, seconds=default_seconds)
+    return Budget(evaluations=args.evaluations, seconds=args.seconds, cpu_seconds=cpu)
+
+
+def _torch_threads(args: argparse.Namespace) -> None:
+    """One torch thread unless --threads: CPU-second budgets then mean one core's work."""
+    import torch
+
+    torch.set_num_threads(getattr(args, "threads", None) or 1)
 
 
 def _write_json(path: str | Path, data: Any) -> None:
@@ -396,12 +410,21 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             print(f"  ... {p.method} step {p.step}, {p.evaluations} evaluations, best EDP "
                   f"{p.best_edp:.4g}", file=sys.stderr, flush=True)
 
-    result, space = optimize(args.network, args.hw, args.method,
-                             _budget(args, 5000, 60.0), args.seed, progress=progress)
+    from optimizer.batching import with_batch
+    from optimizer.workload import load_network
+
+    _torch_threads(args)
+    net = with_batch(load_network(args.network), args.batch)
+    result, space = optimize(net, args.hw, args.method, _budget(args, 5000, 60.0), args.seed,
+                             progress=progress, refine=not args.no_refine)
     data = schedule_json(result, space)
+    data["batch"] = args.batch
     _write_json(args.out, data)
-    print(f"{data['network']} on {data['hardware']} by {data['method']} (seed {args.seed}): "
-          f"{result.evaluations} evaluations in {result.wall_s:.1f} s")
+    print(f"{data['network']} (batch {args.batch}) on {data['hardware']} by {data['method']} "
+          f"(seed {args.seed}): {result.evaluations} layer-mapping evaluations, "
+          f"{result.cpu_s:.1f} CPU-s, {result.wall_s:.1f} s")
+    if result.raw is not None and not args.no_refine:
+        print(f"  search alone: EDP {result.raw.edp:.4g} pJ x cycles; after the refinement:")
     print(f"  {_edp_line(data)}; {len(data['fused_edges'])} fused edge(s)")
     print(f"schedule written to {args.out}")
     return 0
@@ -460,9 +483,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"J x cycles, {r.wall_s:.1f} s{'' if r.valid else ' INVALID'}",
               file=sys.stderr, flush=True)
 
+    _torch_threads(args)
     methods = args.methods or list(METHODS)
     comp = run_comparison(args.hw, args.networks, methods, _budget(args, 500, 20.0),
-                          args.seeds, on_run=on_run)
+                          args.seeds, on_run=on_run, refine=not args.no_refine,
+                          batch=args.batch)
     print(format_table(comp))
     if args.out is not None:
         _write_json(args.out, comp.to_json())
@@ -704,10 +729,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search method (default fadiff)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--evaluations", type=_positive_int, metavar="N",
-                   help="budget: cost-model evaluations (default, with no --seconds either: "
-                        "5000 evaluations or 60 s, whichever comes first)")
+                   help="budget: layer-mapping evaluations (one layer under one mapping; "
+                        "default, with no other budget: 6 CPU-s or 60 s, whichever first)")
     p.add_argument("--seconds", type=_positive_float, metavar="T",
-                   help="budget: wall-clock seconds")
+                   help="budget: wall-clock seconds (moves with the machine's load)")
+    p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
+                   help="budget: process CPU seconds (search + refinement)")
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="torch threads (default 1, so CPU seconds mean one core's work)")
+    p.add_argument("--no-refine", action="store_true",
+                   help="skip the exact refinement stage: the search's result as it is")
+    p.add_argument("--batch", type=_positive_int, default=1, metavar="B",
+                   help="batch size: every layer's N times B (default 1)")
     p.add_argument("--out", required=True, metavar="SCHEDULE.json", help="schedule output")
     p.set_defaults(func=cmd_optimize)
 
@@ -741,9 +774,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S",
                    help="seeds per method and network (default 0)")
     p.add_argument("--evaluations", type=_positive_int, metavar="N",
-                   help="budget per run: evaluations (default, with no --seconds either: 500 "
-                        "evaluations or 20 s, whichever comes first)")
-    p.add_argument("--seconds", type=_positive_float, metavar="T", help="budget per run: seconds")
+                   help="budget per run: layer-mapping evaluations (default, with no other "
+                        "budget: 6 CPU-s or 20 s, whichever first)")
+    p.add_argument("--seconds", type=_positive_float, metavar="T",
+                   help="budget per run: wall-clock seconds")
+    p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
+                   help="budget per run: process CPU seconds (search + refinement)")
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="torch threads (default 1)")
+    p.add_argument("--no-refine", action="store_true",
+                   help="no refinement stage for any method (raw search only)")
+    p.add_argument("--batch", type=_positive_int, default=1, metavar="B",
+                   help="batch size of the built-in networks (default 1)")
     p.add_argument("--out", metavar="TABLE.json", help="write the table as JSON")
     p.set_defaults(func=cmd_compare)
 

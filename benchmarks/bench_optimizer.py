@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 import time
@@ -96,6 +97,99 @@ def peers_part(methods: list[str], networks: list[str], budget: Budget,
     return out
 
 
+def per_layer_part(method: str, networks: list[str], budget: Budget, seed: int
+                   ) -> dict[str, Any]:
+    """Like for like with the mappers: per unique layer shape, our search on that layer alone
+    (so the objective is the layer's own EDP, cycles x energy, and nothing is fused), within
+    ``budget``, against the per-layer best of Timeloop's mapper and ZigZag from
+    mapper_peers.json (their own cost models' figures, pJ x cycles, batch 1).  Reports, per
+    network and array, the fraction of layer occurrences at or below the better mapper."""
+    from optimizer.workload import Layer, Network
+
+    peers = load_reference(PEERS)
+    hws = architectures(peers, PEERS)
+    by_id = {e["id"]: e for e in peers["entries"]}
+    shapes = peers["unique_shapes"]
+    out: dict[str, Any] = {"method": method, "budget_per_shape": budget.to_dict(),
+                           "seed": seed, "edp_unit": "pJ x cycles", "batch": 1, "arrays": {}}
+    want = {row["shape_id"] for n in networks for row in peers["networks"][n]}
+    for arch, hw in hws.items():
+        per_shape: dict[str, Any] = {}
+        for sid in sorted(want):
+            sh = shapes[sid]
+            # only depthwise and matmul differ in our model (conv, fc, gemm are all dense)
+            kind = sh["kind"] if sh["kind"] in ("depthwise", "matmul") else "conv"
+            layer = Layer("layer", kind, dict(sh["dims"]), int(sh["stride"]))
+            net = Network(sid, [layer])
+            res, _ = optimize(net, hw, method, budget, seed)
+            tl = by_id.get(f"timeloop-mapper/{arch}/{sid}")
+            zz = by_id.get(f"zigzag/{arch}/{sid}")
+            tl_edp = tl["results"]["edp_pJ_x_cycles"] if tl and tl["results"].get("valid") \
+                else float("inf")
+            zz_edp = zz["results"]["edp_pJ_x_cycles"] if zz and zz["results"].get("valid") \
+                else float("inf")
+            per_shape[sid] = {"ours": res.result.edp, "ours_raw": res.raw.edp,
+                              "valid": res.result.valid, "timeloop": tl_edp, "zigzag": zz_edp,
+                              "cpu_s": res.cpu_s}
+            print(f"  per-layer {arch} {sid}: ours {res.result.edp:.4g} TL {tl_edp:.4g} "
+                  f"ZZ {zz_edp:.4g}", file=sys.stderr, flush=True)
+        nets = {}
+        for n in networks:
+            rows = peers["networks"][n]
+            below = [per_shape[r["shape_id"]]["ours"] <= min(per_shape[r["shape_id"]]["timeloop"],
+                                                            per_shape[r["shape_id"]]["zigzag"])
+                     * (1 + 1e-9) for r in rows]
+            ratios = [per_shape[r["shape_id"]]["ours"] / min(per_shape[r["shape_id"]]["timeloop"],
+                                                            per_shape[r["shape_id"]]["zigzag"])
+                      for r in rows]
+            nets[n] = {"layers": len(rows), "at_or_below_better_mapper": sum(below),
+                       "fraction": sum(below) / len(rows),
+                       "geomean_ratio_to_better_mapper": math.exp(
+                           sum(math.log(x) for x in ratios) / len(ratios))}
+        out["arrays"][arch] = {"shapes": per_shape, "networks": nets}
+    return out
+
+
+def format_per_layer(p: dict[str, Any]) -> str:
+    lines = [f"per-layer EDP (pJ x cycles, batch 1, fusion off) of {p['method']} vs the better "
+             "of Timeloop's mapper and ZigZag, per layer occurrence"]
+    for arch, a in p["arrays"].items():
+        for n, r in a["networks"].items():
+            lines.append(f"  {arch:<14} {n:<14} {r['at_or_below_better_mapper']:>3}/"
+                         f"{r['layers']:<3} at or below ({r['fraction'] * 100:5.1f} %), "
+                         f"geomean ratio {r['geomean_ratio_to_better_mapper']:.3f}")
+    return "\n".join(lines)
+
+
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "fadiff": {},                                   # everything on
+    "eight-chains": {"chains": 8},                  # batched multi-start, restarts
+    "linear-relax": {"log_relax": False},           # straight-through on the factors
+    "unshared": {"share_shapes": False},            # one decision per layer
+    "lr0": {"learn": False},                        # sampling only: no gradient step
+    "no-fusion": {"fusion": False},
+}
+
+
+def register_ablations(only: list[str] | None = None) -> list[str]:
+    """FADiff with one component off at a time, registered as methods ``abl:<name>``."""
+    from optimizer import fadiff
+
+    names = []
+    for name, kw in ABLATIONS.items():
+        if only and name not in only:
+            continue
+        def run(space: Any, budget: Budget, seed: int = 0, progress: Any = None,
+                cancel: Any = None, _kw: dict[str, Any] = kw, _name: str = name) -> Any:
+            res = fadiff.run(space, budget, seed, progress, cancel,
+                             settings=fadiff.FADiffSettings(**_kw))
+            res.method = res.schedule.method = f"abl:{_name}"
+            return res
+        METHODS[f"abl:{name}"] = run
+        names.append(f"abl:{name}")
+    return names
+
+
 def format_peers(p: dict[str, Any]) -> str:
     lines = []
     for arch, nets in p.items():
@@ -127,36 +221,67 @@ def main(argv: list[str] | None = None) -> int:
                     help="default: every registered method")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--evaluations", type=int, default=None)
-    ap.add_argument("--seconds", type=float, default=None)
+    ap.add_argument("--seconds", type=float, default=None, help="wall-clock budget (not for "
+                    "comparisons: it moves with the machine's load)")
+    ap.add_argument("--cpu-seconds", type=float, default=None,
+                    help="CPU-second budget per run (default 5 when no other budget is given)")
+    ap.add_argument("--no-refine", action="store_true", help="no refinement stage for anyone")
+    ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--no-peers", action="store_true", help="skip the mapper comparison")
+    ap.add_argument("--ablation", action="store_true",
+                    help="FADiff with one component off at a time (as methods abl:<name>)")
+    ap.add_argument("--variants", nargs="+", default=None, choices=list(ABLATIONS),
+                    help="with --ablation: only these variants")
+    ap.add_argument("--per-layer", action="store_true",
+                    help="only the per-layer comparison with the mappers (fusion off, each "
+                         "layer's own EDP as the objective; the budget is per unique shape)")
     ap.add_argument("--peers-only", action="store_true", help="only the mapper comparison")
     ap.add_argument("--zigzag-time", action="store_true",
                     help="in the mapper comparison, give each network ZigZag's search time")
     ap.add_argument("--json", metavar="OUT.json", default=None)
     args = ap.parse_args(argv)
-    methods = args.methods or list(METHODS)
-    budget = (Budget(evaluations=args.evaluations, seconds=args.seconds)
-              if args.evaluations or args.seconds else Budget(seconds=30.0))
+    import os
+
+    import torch
+
+    torch.set_num_threads(1)            # CPU seconds = one core's work, for every method
+    methods = register_ablations(args.variants) if args.ablation else (args.methods or list(METHODS))
+    budget = (Budget(evaluations=args.evaluations, seconds=args.seconds,
+                     cpu_seconds=args.cpu_seconds)
+              if args.evaluations or args.seconds or args.cpu_seconds
+              else Budget(cpu_seconds=5.0))
     t0 = time.perf_counter()
-    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"),
+    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                               "machine": f"{platform.machine()}, Python "
-                                         f"{platform.python_version()}",
-                              "budget": {"evaluations": budget.evaluations,
-                                         "seconds": budget.seconds},
+                                         f"{platform.python_version()}, torch "
+                                         f"{torch.__version__}, 1 torch thread",
+                              "load_start": os.getloadavg(), "budget": budget.to_dict(),
+                              "refine": not args.no_refine, "batch": args.batch,
                               "seeds": args.seeds, "methods": methods, "configs": {}}
+    if args.per_layer:
+        pl = per_layer_part(methods[0], args.networks, budget, args.seeds[0])
+        print(format_per_layer(pl), flush=True)
+        report["per_layer"] = pl
+        args.no_peers, args.configs = True, []
     for cfg in ([] if args.peers_only else args.configs):
         comp = run_comparison(cfg, args.networks, methods, budget, args.seeds,
                               on_run=lambda r: print(f"  {r.network} {r.method} seed {r.seed}: "
-                                                     f"{r.edp * 1e-12:.4g} J x cycles, "
-                                                     f"{r.wall_s:.1f} s", file=sys.stderr,
-                                                     flush=True))
+                                                     f"raw {r.raw_edp:.4g} refined {r.edp:.4g} "
+                                                     f"pJ x cycles, {r.cpu_s:.1f} CPU-s, "
+                                                     f"{r.wall_s:.1f} s, load "
+                                                     f"{os.getloadavg()[0]:.1f}",
+                                                     file=sys.stderr, flush=True),
+                              refine=not args.no_refine, batch=args.batch)
         print(format_table(comp), "\n", flush=True)
         report["configs"][cfg] = comp.to_json()
+        if args.json:       # keep what is done if a later part is cut short
+            atomic_write_text(args.json, json.dumps(report, indent=2, default=json_default))
     if not args.no_peers and PEERS.exists():
         peers = peers_part(methods, args.networks, budget, args.seeds, args.zigzag_time)
         print(format_peers(peers), flush=True)
         report["peers"] = peers
     report["wall_s"] = time.perf_counter() - t0
+    report["load_end"] = os.getloadavg()
     if args.json:
         atomic_write_text(args.json, json.dumps(report, indent=2, default=json_default))
         print(f"results written to {args.json}")

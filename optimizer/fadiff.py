@@ -1,26 +1,39 @@
 """FADiff: fusion-aware differentiable scheduling (our reconstruction; docs/optimizer.md).
 
-Variables, per layer: one Gumbel-Softmax over the pre-enumerated splits of each loop
-dimension (:mod:`optimizer.space`: every choice is a perfect factorisation, so the
-mapping-validity constraint holds by construction) and one over the 9 loop-order pairs; per
-fusable producer->consumer edge a fusion variable sigma = sigmoid(beta) in [0, 1].
+Variables, per chain and per group of identical-shape layers (:meth:`SearchSpace.shape_groups`:
+one decision serves every layer of the group): one Gumbel-Softmax over the pre-enumerated
+splits of each loop dimension (:mod:`optimizer.space`: every choice is a perfect factorisation,
+so the mapping-validity constraint holds by construction) and one over the 9 loop-order pairs;
+per fusable producer->consumer edge a fusion logit beta, sigma = sigmoid(beta).
 
-Forward pass: hard one-hot samples (straight-through: the factors are exact integers, so the
-cost model computes exact counts of the sampled schedule), the per-layer costs of all 9 order
-pairs mixed by the order sample, then the network's fusion, cycles and energy.
+K chains (independent starts) live in one tensor: one forward pass scores K x 9 x L layer
+mappings (every chain, every loop-order pair, every layer) and one backward pass serves them
+all.
 
-Loss: log(EDP) + lambda * (buffer-capacity overflow + fused-group capacity overflow + fused-tile
-alignment mismatch), with lambda raised while the sample violates a constraint and relaxed
-while it does not.  log(EDP) has the same minimiser as EDP and keeps the gradient's scale
-independent of the network (1e10 .. 1e24 pJ x cycles).  Adam with a cosine learning rate
-0.1 -> 1e-4, gradient clipping, Gumbel temperature annealed 1.0 -> 0.1.
+Forward pass: hard one-hot samples, straight-through; the relaxation is in log-factor space
+(the factors are exp of the sample-weighted log split table, so the gradient with respect to an
+option's weight is the first-order change of the loss if the layer switched to that option —
+the cost is close to a power law of the factors, linear in logs).  Forward values are the exact
+integers of the sampled schedule.  The loop-order sample mixes the 9 per-layer costs; the
+fusion decision is a hard logistic (binary Gumbel) sample of sigma, straight-through, so every
+chain's forward value is the exact EDP of one discrete schedule, fusion included.
 
-Decoding: the best feasible schedule seen (the most probable choices, checked every few steps,
-and every sampled candidate that was feasible), repaired if a buffer overflows, fused edges
-kept where sigma > 0.5 and the tiles align and fit; then an exact local refinement
-(:mod:`optimizer.polish`: per-layer sampled jumps and coordinate descent on the exact model,
-fusion toggles); scored by the exact evaluator.  ``FADiffSettings(refine=False)`` gives the
-gradient phase alone (the ablation in benchmarks/RESULTS.md).
+Loss per chain: log(EDP) + lambda * (buffer-capacity overflow + fused-group capacity overflow
++ fused-tile alignment mismatch, all in log space), lambda raised while the chain's sample
+violates a constraint and relaxed while it does not.  Adam; the learning rate (cosine) and the
+Gumbel temperature (geometric) follow one progress clock, :meth:`Tracker.used` (the share of
+the budget spent, whichever of evaluations / CPU seconds / wall seconds is set), so the anneal
+completes within any budget.  At ``restarts`` points of the clock the worse half of the chains
+restart from the better half (parameters and optimiser moments copied).
+
+Candidates: every step the most promising chains' samples (their forward values are their
+exact EDPs) and every ``decode_every`` steps the chains' most probable schedules (sigma > 0.5
+fused) are projected onto the feasible set, DOSA-style: the tiles of each edge sigma fuses are
+aligned to the nearest aligned splits, and an edge whose fused group cannot fit is switched
+off in sigma itself (beta made negative), so sigma's hard decision is the candidate's fused
+set.  The best feasible candidate is the result; its fusion is sigma's decision, never changed
+afterwards (the refinement keeps the fused set fixed).  One chain restarts centred on the best
+candidate at each restart point, so the projection feeds back into the descent.
 """
 from __future__ import annotations
 
@@ -30,62 +43,80 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from optimizer.adam import Adam, clip_grad_norm, cosine_lr
-from optimizer.costmodel import (DTYPE, LayerCosts, MappingTensors,
-                                 capacity_violations, combine, layer_costs)
-from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult, Tracker, finish, score
-from optimizer.polish import polish
-from optimizer.space import ORDER_PAIRS, SearchSpace, repair, repair_fusion
+from optimizer.adam import Adam
+from optimizer.costmodel import (DTYPE, LayerCosts, MappingTensors, capacity_violations,
+                                 combine, layer_costs)
+from optimizer.search import (Budget, CancelFn, ProgressFn, SearchResult, Tracker,
+                              batch_score, finish, score)
+from optimizer.space import ORDER_PAIRS, SearchSpace, align_edge, repair, repair_fusion
 
 NAME = "fadiff"
 N_, K_, C_, P_, Q_ = 0, 1, 2, 3, 4
+DEFAULT_STEPS = 200            # steps when no budget is given
+FINISH_SHARE = 0.95            # of a time budget for the steps; the rest for the final answer
 
 
 @dataclass
 class FADiffSettings:
-    steps: int = 200
-    lr_start: float = 0.1
-    lr_end: float = 1e-4
+    chains: int = 1                 # K starts in one tensor (1: best on one CPU core)
+    lr_start: float = 0.3
+    lr_end: float = 0.01
     tau_start: float = 1.0
-    tau_end: float = 0.1
+    tau_end: float = 0.05
     lambda_start: float = 1.0
-    lambda_up: float = 1.02         # multiply while the sample violates a constraint
-    lambda_down: float = 0.99       # multiply while it does not
+    lambda_up: float = 1.05         # multiply while the chain's sample violates a constraint
+    lambda_down: float = 0.98       # multiply while it does not
     lambda_max: float = 1e4
-    clip: float = 5.0
-    check_every: int = 10           # decode + score the argmax schedule every N steps
-    refine: bool = True             # exact local refinement of the decoded schedule
-    refine_rounds: int = 3
-    refine_samples: int = 512       # random mappings tried per layer per round
-    gradient_share: float = 0.5     # of a time/evaluation budget, for the gradient phase
+    beta_init: float = 0.0          # initial fusion logit (sigma 0.5: either way)
+    align_weight: float = 0.1       # fused-tile misalignment (the projection aligns exactly)
+    restarts: int = 3               # times the worse half restarts from the better half
+    seed_best: bool = True          # ... and one chain restarts centred on the best found
+    decode_every: int = 5           # score each chain's most probable schedule every N steps
+    share_shapes: bool = True       # identical-shape layers share one decision
+    log_relax: bool = True          # straight-through in log-factor space (False: linear)
+    fusion: bool = True             # sigma variables (False: nothing fused)
+    learn: bool = True              # False: lr 0 (sampling from the initial distribution)
 
 
 class _Model:
-    """The parameters and the differentiable forward pass."""
+    """The parameters of K chains and their differentiable forward pass."""
 
-    def __init__(self, space: SearchSpace, gen: torch.Generator) -> None:
-        self.space = space
+    def __init__(self, space: SearchSpace, chains: int, st: FADiffSettings,
+                 gen: torch.Generator) -> None:
+        self.space, self.st, self.K = space, st, chains
         L = len(space.layers)
+        groups = space.shape_groups() if st.share_shapes else [[i] for i in range(L)]
+        self.reps = [g[0] for g in groups]
+        self.group_of = torch.zeros(L, dtype=torch.long)
+        for gi, g in enumerate(groups):
+            self.group_of[g] = gi
         tables, order_idx = space._stacked()
-        self.tables = torch.tensor(tables, dtype=DTYPE)                     # [L,7,W,5]
+        tables = tables[self.reps]                                           # [G,7,W,5]
+        self.tables = torch.tensor(tables, dtype=DTYPE)
+        self.log_tables = torch.log(self.tables)
         width = tables.shape[2]
-        sizes = np.array([[len(s.table) for s in ls.splits] for ls in space.layers])
+        sizes = np.array([[len(s.table) for s in space.layers[i].splits] for i in self.reps])
         self.mask = torch.tensor(np.arange(width)[None, None, :] < sizes[:, :, None])
-        self.logits = (0.01 * torch.randn(L, 7, width, generator=gen, dtype=DTYPE))
+        G = len(groups)
+        self.logits = (0.01 * torch.randn(chains, G, 7, width, generator=gen, dtype=DTYPE))
         self.logits.requires_grad_(True)
-        self.order_logits = torch.zeros(L, len(ORDER_PAIRS), dtype=DTYPE, requires_grad=True)
+        self.order_logits = torch.zeros(chains, G, len(ORDER_PAIRS), dtype=DTYPE,
+                                        requires_grad=True)
         E = len(space.graph.prod)
-        self.beta = torch.zeros(E, dtype=DTYPE, requires_grad=True)
-        self.order_idx = torch.tensor(order_idx)                             # [9,4,7]
-        # the batch replicated once per order pair: one layer_costs call covers all 9
-        self.lb9 = space.batch.tiled(len(ORDER_PAIRS))
-        self.orders9 = self.order_idx.repeat_interleave(L, 0)                # [9L,4,7]
-        self.fusable = space.graph.fusable
+        self.fusable = space.graph.fusable & torch.tensor(bool(st.fusion))
+        self.beta = torch.full((chains, E), float(st.beta_init), dtype=DTYPE,
+                               requires_grad=True)
+        reps9 = len(ORDER_PAIRS)
+        oi = torch.tensor(order_idx)                                         # [9,4,7]
+        self.orders = oi[:, None, None].expand(reps9, chains, L, 4, 7).reshape(-1, 4, 7)
+        self.lb = space.batch.tiled(reps9 * chains)
+        self.L = L
 
     def params(self) -> list[torch.Tensor]:
         return [self.logits, self.order_logits, self.beta]
 
-    def _sample(self, logits: torch.Tensor, tau: float, gen: torch.Generator,
+    @staticmethod
+    def _sample(logits: torch.Tensor, tau: float, gen: torch.Generator,
                 mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         u = torch.rand(logits.shape, generator=gen, dtype=DTYPE).clamp_(1e-12, 1 - 1e-12)
         z = (logits - torch.log(-torch.log(u))) / tau
@@ -96,134 +127,265 @@ class _Model:
         hard = torch.nn.functional.one_hot(idx, soft.shape[-1]).to(DTYPE)
         return hard - soft.detach() + soft, idx
 
+    def _fusion_sample(self, tau: float, gen: torch.Generator) -> tuple[torch.Tensor,
+                                                                        torch.Tensor]:
+        u = torch.rand(self.beta.shape, generator=gen, dtype=DTYPE).clamp_(1e-12, 1 - 1e-12)
+        z = (self.beta + torch.log(u) - torch.log1p(-u)) / tau
+        soft = torch.sigmoid(z)
+        hard = ((z.detach() > 0) & self.fusable).to(DTYPE)
+        sig = hard - soft.detach() + soft
+        return torch.where(self.fusable, sig, torch.zeros_like(sig)), hard.bool()
+
     def forward(self, tau: float, gen: torch.Generator):
-        y, idx = self._sample(self.logits, tau, gen, self.mask)             # [L,7,W]
-        rows = torch.einsum("ldw,ldwk->ldk", y, self.tables)                 # [L,7,5]
-        temporal = rows[:, :, :4].transpose(1, 2)                            # [L,4,7]
-        L = temporal.shape[0]
+        K, L = self.K, self.L
+        y, idx = self._sample(self.logits, tau, gen, self.mask)             # [K,G,7,W]
+        if self.st.log_relax:
+            rows_log = torch.einsum("kgdw,gdwf->kgdf", y, self.log_tables)
+            rows_log = rows_log[:, self.group_of]                            # [K,L,7,5]
+            rows = torch.exp(rows_log)
+        else:
+            rows = torch.einsum("kgdw,gdwf->kgdf", y, self.tables)[:, self.group_of]
+            rows_log = torch.log(rows)
+        temporal = rows[..., :4].transpose(-1, -2)                           # [K,L,4,7]
         reps = len(ORDER_PAIRS)
-        mt9 = MappingTensors(temporal.repeat(reps, 1, 1), self.orders9,
-                             rows[:, 1, 4].repeat(reps), rows[:, 2, 4].repeat(reps))
-        c9 = layer_costs(self.lb9, mt9)
-        yo, oidx = self._sample(self.order_logits, tau, gen, None)           # [L,9]
+        mt = MappingTensors(temporal[None].expand(reps, K, L, 4, 7).reshape(-1, 4, 7),
+                            self.orders,
+                            rows[:, :, K_, 4][None].expand(reps, K, L).reshape(-1),
+                            rows[:, :, C_, 4][None].expand(reps, K, L).reshape(-1))
+        c9 = layer_costs(self.lb, mt)
+        yo, oidx = self._sample(self.order_logits, tau, gen, None)           # [K,G,9]
+        yo = yo[:, self.group_of]                                            # [K,L,9]
         mixed = {}
         for f in fields(LayerCosts):
-            v = getattr(c9, f.name).reshape(reps, L)
-            mixed[f.name] = (v * yo.T).sum(0)
+            v = getattr(c9, f.name).reshape(reps, K, L)
+            mixed[f.name] = (v.permute(1, 2, 0) * yo).sum(-1)
         c = LayerCosts(**mixed)
-        sigma = torch.sigmoid(self.beta)
-        nc = combine(c, self.space.batch, self.space.hw, self.space.graph, sigma)
-        choices = torch.cat([idx, oidx[:, None]], 1).numpy()
-        return nc, c, temporal, sigma, choices
+        sig, hard = self._fusion_sample(tau, gen)
+        nc = combine(c, self.space.batch, self.space.hw, self.space.graph, sig)
+        choices = torch.cat([idx[:, self.group_of], oidx[:, self.group_of, None]], -1)
+        return nc, c, rows_log[..., 0], sig, hard, choices.numpy()
 
-    def penalties(self, c: LayerCosts, temporal: torch.Tensor, sigma: torch.Tensor):
+    def penalties(self, c: LayerCosts, logd: torch.Tensor, sig: torch.Tensor):
+        """Per chain [K]: buffer overflow, fused-pair overflow, fused-tile misalignment."""
         hw = self.space.hw
-        # overflow in log space: scale-free (a 1e6x overflow early in the run does not
-        # swamp the EDP term) and zero exactly when the buffer fits
         v = capacity_violations(c, hw)
-        cap = sum(torch.log1p(x).sum() for x in v.values())
+        cap = sum(torch.log1p(x).sum(-1) for x in v.values())
         g = self.space.graph
         if len(g.prod) == 0:
-            zero = torch.zeros((), dtype=DTYPE)
+            zero = torch.zeros(self.K, dtype=DTYPE)
             return cap, zero, zero
-        s = torch.where(self.fusable, sigma, torch.zeros_like(sigma))
-        group = torch.relu((c.sp_used[g.prod] + c.sp_used[g.cons]) / hw.sp_capacity - 1)
-        fuse_cap = (s * torch.log1p(group)).sum()
-        logd = torch.log(temporal[:, 0, :])                                  # DRAM factors
+        group = torch.relu((c.sp_used[:, g.prod] + c.sp_used[:, g.cons]) / hw.sp_capacity - 1)
+        fuse_cap = (sig * torch.log1p(group)).sum(-1)
         chan = self.space.batch.in_chan[g.cons]
-        mis = ((logd[g.prod][:, [N_, P_, Q_]] - logd[g.cons][:, [N_, P_, Q_]]) ** 2).sum(1)
-        mis = mis + logd[g.prod, K_] ** 2 + logd[g.cons].gather(1, chan[:, None]).squeeze(1) ** 2
-        align = (s * mis).sum()
-        return cap, fuse_cap, align
+        lp, lc = logd[:, g.prod], logd[:, g.cons]                            # [K,E,7]
+        mis = ((lp[..., [N_, P_, Q_]] - lc[..., [N_, P_, Q_]]) ** 2).sum(-1)
+        mis = mis + lp[..., K_] ** 2 + lc.gather(2, chan[None, :, None].expand(
+            self.K, -1, 1)).squeeze(2) ** 2
+        # the misalignment pulls the tiles of the edges sigma fuses into line; it does not
+        # push sigma itself (whether to fuse is the EDP gradient's decision)
+        return cap, fuse_cap, (sig.detach() * mis).sum(-1)
 
-    def argmax_choices(self) -> np.ndarray:
+    def modes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each chain's most probable schedule [K,L,8] and fusion decision [K,E] (sigma>0.5)."""
         with torch.no_grad():
-            masked = self.logits.masked_fill(~self.mask, -math.inf)
-            idx = masked.argmax(-1)
+            idx = self.logits.masked_fill(~self.mask, -math.inf).argmax(-1)
             oidx = self.order_logits.argmax(-1)
-        return torch.cat([idx, oidx[:, None]], 1).numpy()
+            choices = torch.cat([idx[:, self.group_of], oidx[:, self.group_of, None]], -1)
+            fused = (self.beta > 0) & self.fusable
+        return choices.numpy(), fused.numpy()
 
-    def fused_edges(self) -> list[int]:
-        with torch.no_grad():
-            s = torch.sigmoid(self.beta)
-        return [k for k in range(len(s)) if bool(self.fusable[k]) and float(s[k]) > 0.5]
+    @torch.no_grad()
+    def restart(self, opt: Adam, order: np.ndarray) -> None:
+        """The worse half of the chains (by ``order``, best first) take the better half's
+        parameters and optimiser moments."""
+        half = self.K // 2
+        good = torch.as_tensor(order[:half].copy())
+        bad = torch.as_tensor(order[self.K - half:].copy())
+        for p, m, v in zip(opt.params, opt.m, opt.v):
+            p[bad] = p[good]
+            m[bad] = m[good]
+            v[bad] = v[good]
+
+    @torch.no_grad()
+    def seed_chain(self, opt: Adam, k: int, choices: np.ndarray, fused: list[int],
+                   peak: float = 4.0) -> None:
+        """Chain k restarts centred on a schedule (the best found so far): its choices get
+        logit ``peak`` over the rest, its fused edges beta +peak/2, the others -peak/2."""
+        rows = torch.as_tensor(choices[self.reps])                          # [G,8]
+        self.logits[k] = 0.0
+        self.logits[k].scatter_(-1, rows[:, :7, None], peak)
+        self.order_logits[k] = 0.0
+        self.order_logits[k, torch.arange(len(self.reps)), rows[:, 7]] = peak
+        self.beta[k] = -peak / 2
+        if fused:
+            self.beta[k, fused] = peak / 2
+        for m, v in zip(opt.m, opt.v):
+            m[k] = 0.0
+            v[k] = 0.0
+
+
+def _chains_for(space: SearchSpace, budget: Budget, want: int) -> int:
+    """Chains that leave at least 16 steps within an evaluation budget."""
+    if budget.evaluations is None:
+        return want
+    per_chain_step = len(ORDER_PAIRS) * len(space.layers)
+    return int(max(1, min(want, budget.evaluations // (16 * per_chain_step))))
+
+
+def _less(limit: float | None) -> float | None:
+    return None if limit is None else FINISH_SHARE * limit
 
 
 def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         progress: ProgressFn | None = None, cancel: CancelFn | None = None,
         settings: FADiffSettings | None = None) -> SearchResult:
     """Optimise the schedule of ``space``'s network by gradient descent (see the module
-    docstring).  ``budget`` caps evaluations (one per step) or seconds; the schedule of
-    ``settings.steps`` anneals fully within it."""
+    docstring) until ``budget`` is spent."""
     st = settings or FADiffSettings()
+    L = len(space.layers)
     if budget is None:
-        budget = Budget(evaluations=10 ** 12)          # the step count alone limits the run
-    steps = st.steps if budget.evaluations is None else min(st.steps, budget.evaluations)
+        budget = Budget(evaluations=DEFAULT_STEPS * st.chains * len(ORDER_PAIRS) * L)
     # keep a little of a time budget for the final repair and exact evaluation
-    tracker = Tracker(NAME, budget if budget.seconds is None else
-                      Budget(budget.evaluations, 0.95 * budget.seconds), progress, cancel)
+    tracker = Tracker(NAME, Budget(budget.evaluations, _less(budget.seconds),
+                                   _less(budget.cpu_seconds)), progress, cancel)
+    tracker.check_cancel()
     gen = torch.Generator().manual_seed(seed)
-    model = _Model(space, gen)
+    K = _chains_for(space, budget, st.chains)
+    model = _Model(space, K, st, gen)
     opt = Adam(model.params(), lr=st.lr_start)
-    lam = st.lambda_start
+    lam = torch.full((K,), st.lambda_start, dtype=DTYPE)
+    step_cost = len(ORDER_PAIRS) * K * L
     best: tuple[float, np.ndarray, list[int]] | None = None
+    chain_best = np.full(K, np.inf)
+    next_restart = 1
+    fusable = space.graph.fusable.numpy()
 
-    def consider(choices: np.ndarray, fused: list[int]) -> None:
+    members = [g for g in (space.shape_groups() if st.share_shapes else []) if len(g) > 1]
+    group_of = {i: g for g in members for i in g}
+
+    def _project(choices: np.ndarray, want: list[int]) -> np.ndarray | None:
+        """Align the tiles of the fused edges ``want``; with shared decisions a changed row
+        is copied to the layer's whole shape group (twice round, as a copy can undo an
+        earlier alignment); None when the group members still differ."""
+        cand = choices
+        for _ in range(2 if group_of else 1):
+            for e in want:
+                new = align_edge(space, cand, e)
+                for i in np.flatnonzero((new != cand).any(1)):
+                    new[group_of.get(int(i), [int(i)])] = new[i]
+                cand = new
+        if any(len({tuple(cand[i]) for i in g}) > 1 for g in members):
+            return None
+        return cand
+
+    stats = {"tried": 0, "tried_fused": 0, "unshared": 0, "fusion_dropped": 0,
+             "overflow": 0}
+
+    def consider(choices: np.ndarray, hard: np.ndarray, edp_hint: np.ndarray,
+                 feasible: np.ndarray, tries: int = 2) -> None:
+        """Offer the chains' discrete schedules, most promising first (``tries`` of them at
+        most).  Sigma's hard decision is projected onto what can run: the tiles of each fused
+        edge are aligned (:func:`~optimizer.space.align_edge`, the nearest aligned splits;
+        the sample as it was if that overflows a buffer), edges whose group still does not
+        fit are dropped and switched off in sigma.  Accepted when every buffer fits."""
         nonlocal best
-        if tracker.evaluations_left() == 0:
-            return
-        fused = repair_fusion(space, choices, fused) if fused else []
-        edp, viol = score(space, choices, fused)
-        tracker.evaluations += 1
-        if viol == 0 and (best is None or edp < best[0]):
-            best = (edp, choices.copy(), fused)
-            tracker.best_edp = edp
+        for k in np.argsort(edp_hint):
+            if tries <= 0:
+                return
+            if not feasible[k] or (best is not None and edp_hint[k] >= best[0] * (1 - 1e-12)
+                                   and not hard[k].any()):
+                continue
+            left = tracker.evaluations_left()
+            if left is not None and left < L:
+                return
+            tries -= 1
+            want = [int(e) for e in np.flatnonzero(hard[k] & fusable)]
+            stats["tried"] += 1
+            stats["tried_fused"] += bool(want)
+            cand = _project(choices[k], want)
+            if cand is None:
+                stats["unshared"] += 1
+                continue                    # no shared mapping aligns every fused edge
+            fused = sorted(repair_fusion(space, cand, want)) if want else []
+            edp, viol = score(space, cand, fused)
+            tracker.evaluations += L
+            if viol > 0 and want:
+                # the alignment overflowed a buffer: shrink the tiles that overflow
+                # (repair), align again, and keep what then runs fused
+                stats["overflow"] += 1
+                again = _project(repair(space, cand), want)
+                if again is not None:
+                    cand = again
+                    fused = sorted(repair_fusion(space, cand, want))
+                    edp, viol = score(space, cand, fused)
+                    tracker.evaluations += L
+                if viol > 0:        # still over: the sample as it was
+                    cand = choices[k]
+                    fused = sorted(repair_fusion(space, cand, want))
+                    edp, viol = score(space, cand, fused)
+                    tracker.evaluations += L
+            if fused != want:
+                # the projection of sigma's decision onto what can run fused: the edges
+                # that cannot are switched off in sigma too (beta < 0), so the decision the
+                # model holds is the candidate's fused set
+                stats["fusion_dropped"] += 1
+                dropped = [e for e in want if e not in fused]
+                with torch.no_grad():
+                    model.beta[k, dropped] = -model.beta[k, dropped].abs() - 0.5
+            if viol == 0:
+                chain_best[k] = min(chain_best[k], edp)
+                if best is None or edp < best[0]:
+                    best = (edp, cand.copy(), list(fused))
+                    tracker.best_edp = edp
 
-    for step in range(steps):
-        frac = step / max(1, steps - 1)
-        # within a budget, the gradient phase takes its share and anneals fully within it;
-        # the refinement gets the rest
-        share = st.gradient_share if st.refine else 1.0
-        if budget.seconds is not None and step > 0:
-            frac = max(frac, tracker.elapsed / (share * budget.seconds))
-        if budget.evaluations is not None:      # decoding checks use evaluations too
-            frac = max(frac, tracker.evaluations / max(1, share * budget.evaluations - 1))
-        last = frac >= 1.0
-        frac = min(frac, 1.0)
-        tau = st.tau_start * (st.tau_end / st.tau_start) ** frac
-        nc, c, temporal, sigma, choices = model.forward(tau, gen)
-        cap, fuse_cap, align = model.penalties(c, temporal, sigma)
-        violation = cap + fuse_cap + align
-        loss = torch.log(nc.edp) + lam * violation
-        loss_value = float(loss.detach())
-        opt.zero_grad()
-        loss.backward()
-        clip_grad_norm(model.params(), st.clip)
-        opt.lr = cosine_lr(step, steps, st.lr_start, st.lr_end)
-        opt.step()
-        tracker.evaluations += 1
-        v = float(violation.detach())
-        lam = min(st.lambda_max, lam * st.lambda_up) if v > 0 else \
-            max(st.lambda_start, lam * st.lambda_down)
-        if float(cap.detach()) == 0:
-            s_now = sigma.detach()
-            consider(choices, [k for k in range(len(s_now)) if float(s_now[k]) > 0.5])
-        if step % st.check_every == 0 or step == steps - 1 or frac >= 1.0:
-            consider(model.argmax_choices(), model.fused_edges())
-        tracker.report(loss_value, float(nc.edp.detach()), tau=tau, violation=v,
-                       fused=float(sigma.detach().mean()) if len(sigma) else math.nan)
-        if last or tracker.exhausted():
+    step = 0
+    while True:
+        left = tracker.evaluations_left()
+        if tracker.exhausted() or (left is not None and left < step_cost):
             break
-    if best is None:
-        final, fused = model.argmax_choices(), model.fused_edges()
+        frac = tracker.used()
+        tau = st.tau_start * (st.tau_end / st.tau_start) ** frac
+        nc, c, logd, sig, hard, choices = model.forward(tau, gen)
+        cap, fuse_cap, align = model.penalties(c, logd, sig)
+        violation = cap + fuse_cap
+        loss = torch.log(nc.edp) + lam * violation + st.align_weight * align
+        opt.zero_grad()
+        loss.sum().backward()
+        opt.lr = (st.lr_end + 0.5 * (st.lr_start - st.lr_end) * (1 + math.cos(math.pi * frac))
+                  if st.learn else 0.0)
+        opt.step()
+        tracker.evaluations += step_cost
+        v = violation.detach()
+        lam = torch.where(v > 0, (lam * st.lambda_up).clamp(max=st.lambda_max),
+                          (lam * st.lambda_down).clamp(min=st.lambda_start))
+        edp = nc.edp.detach().numpy()
+        consider(choices, hard.numpy(), edp, (cap.detach() == 0).numpy())
+        if step % st.decode_every == 0:
+            mc, mf = model.modes()
+            hint, _ = batch_score(space, mc, mf)
+            tracker.evaluations += K * L
+            consider(mc, mf, hint, np.ones(K, dtype=bool))
+        step += 1
+        if st.restarts and K > 1 and frac >= next_restart / (st.restarts + 1):
+            next_restart += 1
+            rank = np.lexsort((loss.detach().numpy(), chain_best))
+            model.restart(opt, rank)
+            if best is not None and st.seed_best:
+                model.seed_chain(opt, int(rank[-1]), best[1], best[2])
+        i_best = int(np.argmin(edp))
+        tracker.report(float(loss.detach().min()), float(edp[i_best]), tau=tau,
+                       violation=float(v[i_best]),
+                       fused=float(torch.sigmoid(model.beta.detach()).mean())
+                       if model.beta.numel() else math.nan)
+    sigma_hard: list[int]
+    if best is None:            # nothing feasible seen: the first chain's mode, repaired
+        mc, mf = model.modes()
+        final, sigma_hard = mc[0], [int(e) for e in np.flatnonzero(mf[0])]
+        fused = sigma_hard
     else:
         final, fused = best[1], best[2]
-    final = repair(space, final)
-    fused = repair_fusion(space, final, fused)
-    gradient_edp = score(space, final, fused)[0]
-    if st.refine:
-        final, fused = polish(space, final, fused, rounds=st.refine_rounds,
-                              samples=st.refine_samples, seed=seed, tracker=tracker)
+        sigma_hard = list(fused)
     result = finish(space, tracker, final, fused, seed)
-    result.schedule.meta["edp_before_refinement"] = gradient_edp
+    result.schedule.meta.update({"chains": K, "steps": step, "sigma_hard_edges": sigma_hard,
+                                 "shared_shapes": st.share_shapes, "candidates": stats})
     return result

@@ -1,8 +1,10 @@
 """The registry of search methods and the one call the CLI and the GUI use.
 
-``optimize(network, hw, method, budget, seed)`` builds the search space, runs the method and
-returns its :class:`~optimizer.search.SearchResult` (always valid, scored by the exact
-evaluator); :func:`schedule_json` turns it into the schedule file (``optimize --out``), and
+``optimize(network, hw, method, budget, seed)`` builds the search space, runs the method on
+its share of the budget, passes its result through the exact refinement
+(:func:`optimizer.polish.refine`, the same stage for every method; ``refine=False`` skips it)
+and returns the :class:`~optimizer.search.SearchResult` (always valid, scored by the exact
+evaluator; ``raw`` holds the search's own result); :func:`schedule_json` turns it into the schedule file (``optimize --out``), and
 :func:`result_json` does the same for any evaluated schedule (``evaluate --schedule``).
 """
 from __future__ import annotations
@@ -44,18 +46,6 @@ METHODS: dict[str, MethodFn] = {
 }
 
 
-def _fadiff_gradient_only(space: SearchSpace, budget: Budget, seed: int = 0,
-                          progress: ProgressFn | None = None, cancel: CancelFn | None = None
-                          ) -> SearchResult:
-    """The ablation: FADiff's gradient phase and decoding without the exact refinement."""
-    from optimizer import fadiff
-    result = fadiff.run(space, budget, seed, progress, cancel,
-                        settings=fadiff.FADiffSettings(refine=False))
-    result.method = result.schedule.method = "fadiff-grad"
-    return result
-
-
-METHODS["fadiff-grad"] = _fadiff_gradient_only
 ALL_METHODS = ("fadiff", "ga", "bo", "random", "dosa")      # what the CLI offers
 
 
@@ -73,20 +63,50 @@ def get_method(name: str) -> MethodFn:
     return METHODS[name]
 
 
+REFINE_SHARE = 0.5             # of a run's budget, for the refinement stage
+FINISH_RESERVE = 0.03          # of a time budget, kept for the final exact evaluations
+MIN_STAGE = 1e-3               # seconds / evaluations a stage gets at the least
+
+
+def _left(budget: Budget, t0: float, c0: float, evaluations: int, reserve: float) -> Budget:
+    """What is left of ``budget`` for a run that started at wall ``t0`` / CPU ``c0`` and has
+    spent ``evaluations``, less ``reserve`` of each time limit."""
+    def rest(limit: float | None, used: float) -> float | None:
+        return None if limit is None else max(MIN_STAGE, limit * (1 - reserve) - used)
+    ev = None if budget.evaluations is None else max(1, budget.evaluations - evaluations)
+    return Budget(ev, rest(budget.seconds, time.perf_counter() - t0),
+                  rest(budget.cpu_seconds, time.process_time() - c0))
+
+
 def optimize(network: Network | str | Path, hw: GemminiHardware | str | Path,
              method: str = "ga", budget: Budget | None = None, seed: int = 0,
-             progress: ProgressFn | None = None, cancel: CancelFn | None = None
+             progress: ProgressFn | None = None, cancel: CancelFn | None = None,
+             refine: bool = True, refine_share: float = REFINE_SHARE
              ) -> tuple[SearchResult, SearchSpace]:
     """Run ``method`` on ``network`` and ``hw`` (objects, names or files) within ``budget``
-    (default: 2000 evaluations); returns the result and the search space it ran on."""
+    (default: 50 000 layer-mapping evaluations): the search gets ``1 - refine_share`` of it,
+    the refinement the rest (with ``refine=False`` the search gets all of it and its result is
+    returned untouched).  Returns the result and the search space it ran on."""
     net = network if isinstance(network, Network) else load_network(network)
     hard = hw if isinstance(hw, GemminiHardware) else load_hardware(hw)
     run = get_method(method)
-    budget = budget or Budget(evaluations=2000)
-    t0 = time.perf_counter()
+    budget = budget or Budget(evaluations=50_000)
+    t0, c0 = time.perf_counter(), time.process_time()
     space = SearchSpace.build(net, hard)
-    result = run(space, budget, seed, progress, cancel)
+    # the budget covers the whole run: what building the space took, and a small reserve for
+    # the final exact evaluations, come off the search's and the refinement's shares
+    left = _left(budget, t0, c0, 0, FINISH_RESERVE)
+    if refine:
+        from optimizer.polish import refine as refine_stage
+        result = run(space, left.share(1 - refine_share), seed, progress, cancel)
+        rest = _left(budget, t0, c0, result.evaluations, FINISH_RESERVE)
+        result = refine_stage(space, result, rest, seed, progress, cancel)
+    else:
+        result = run(space, left, seed, progress, cancel)
+        result.raw, result.raw_evaluations = result.result, result.evaluations
+    result.schedule.meta["refined"] = refine
     result.wall_s = time.perf_counter() - t0
+    result.cpu_s = time.process_time() - c0
     return result, space
 
 
@@ -136,6 +156,14 @@ def schedule_json(result: SearchResult, space: SearchSpace) -> dict[str, Any]:
     history.  :func:`optimizer.mapping.load_schedule` reads it back."""
     out = result_json(result.result, space.net, space.hw, method=result.method,
                       seed=result.seed, wall_s=result.wall_s, evaluations=result.evaluations)
+    out["cpu_s"] = result.cpu_s
+    out["evaluations_unit"] = "layer-mapping evaluations"
+    out["refined"] = bool(result.schedule.meta.get("refined", False))
+    if result.raw is not None:
+        out["raw_search"] = {"edp": result.raw.edp, "energy_pj": result.raw.energy_pj,
+                             "latency_cycles": result.raw.latency_cycles,
+                             "valid": result.raw.valid, "evaluations": result.raw_evaluations,
+                             "fused_edges": [list(e) for e in result.raw.fused]}
     hist = result.history
     stride = max(1, len(hist) // HISTORY_POINTS)
     out["history"] = [{"step": p.step, "evaluations": p.evaluations,

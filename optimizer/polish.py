@@ -1,12 +1,16 @@
-"""Exact local refinement of a discrete schedule (FADiff's decoding step).
+"""The exact refinement: a separate stage any method's result can go through
+(:func:`refine`; ``optimize --no-refine`` turns it off for every method alike).
 
-Coordinate descent on the exact cost model: for one layer and one of its 8 choices (a
-dimension's split or the loop-order pair) at a time, score *every* alternative at once and keep
-the best feasible one; then try switching each fusable edge on or off (re-aligning the
-consumer's DRAM-level tiles to the producer's when switching on).  With the fused set fixed, a
-layer's cycles and energy after fusion depend on its own mapping only, so one layer's
-alternatives are scored on that layer alone and the network EDP follows exactly as
-``(C - c_i + c_i') * (E - e_i + e_i')``.
+Coordinate descent on the exact cost model with the fused set held fixed (fusion is the
+search's decision — FADiff's sigma, a GA's fusion bits — never toggled here): per group of
+identical-shape layers (:meth:`SearchSpace.shape_groups`), first the best of the members'
+mappings copied to all of them, then a jump to the best of ``samples`` random mappings, then
+each of the 8 choices (a dimension's split or the loop-order pair) with *every* alternative
+scored at once; a move applies to every member of the group, so identical layers keep
+identical mappings.  With the fused set fixed, a layer's cycles and energy after fusion depend
+on its own mapping only, so a layer's alternatives are scored on that layer alone and the
+network EDP follows exactly as ``(C - sum c_i + sum c_i') * (E - sum e_i + sum e_i')``.
+Every candidate costs one layer-mapping evaluation per member of the group.
 """
 from __future__ import annotations
 
@@ -15,8 +19,9 @@ import torch
 
 from optimizer.costmodel import (DTYPE, LayerCosts, capacity_violations, combine, layer_costs,
                                  roofline)
-from optimizer.search import Tracker, batch_score
-from optimizer.space import SearchSpace, align_edge, repair_fusion
+from optimizer.search import (Budget, CancelFn, ProgressFn, SearchResult, Tracker, finish,
+                              score)
+from optimizer.space import SearchSpace, repair_fusion
 
 
 def _fused_sigma(space: SearchSpace, fused: list[int]) -> torch.Tensor:
@@ -102,36 +107,59 @@ def _score_layer(space: SearchSpace, i: int, cand: np.ndarray, fused: list[int],
     return cyc, energy, feasible
 
 
-def _improve_layer(space: SearchSpace, i: int, choices: np.ndarray, fused: list[int],
-                   cand: np.ndarray) -> bool:
-    """Move layer i to the best feasible row of ``cand`` if it lowers the network EDP."""
+def _improve_group(space: SearchSpace, group: list[int], choices: np.ndarray,
+                   fused: list[int], cand: np.ndarray) -> bool:
+    """Move every layer of ``group`` to the best feasible row of ``cand`` if that lowers the
+    network EDP (in place)."""
     nc, c_all = _layer_terms(space, choices, fused)
     C, E = float(nc.total_cycles), float(nc.total_energy)
-    ci, ei = float(nc.cycles[i]), float(nc.energy[i])
-    cyc, energy, ok = _score_layer(space, i, cand, fused, nc, c_all, choices)
-    edp = (C - ci + cyc) * (E - ei + energy)
+    dc = torch.zeros(len(cand), dtype=DTYPE)
+    de = torch.zeros(len(cand), dtype=DTYPE)
+    ok = torch.ones(len(cand), dtype=torch.bool)
+    for i in group:
+        cyc, energy, feasible = _score_layer(space, i, cand, fused, nc, c_all, choices)
+        dc += cyc - float(nc.cycles[i])
+        de += energy - float(nc.energy[i])
+        ok &= feasible
+    edp = (C + dc) * (E + de)
     edp = torch.where(ok, edp, torch.full_like(edp, float("inf")))
     j = int(edp.argmin())
-    if bool(ok[j]) and float(edp[j]) < C * E * (1 - 1e-9):
-        choices[i] = cand[j]
-        return True
-    return False
+    if not (bool(ok[j]) and float(edp[j]) < C * E * (1 - 1e-9)):
+        return False
+    trial = choices.copy()
+    trial[group] = cand[j]
+    if len(group) > 1:      # members may share a fused group: confirm on the whole network
+        edp_t, viol = score(space, trial, fused)
+        if viol > 0 or edp_t >= C * E * (1 - 1e-9) or \
+                sorted(repair_fusion(space, trial, fused)) != sorted(fused):
+            return False
+    choices[:] = trial
+    return True
 
 
 def polish(space: SearchSpace, choices: np.ndarray, fused: list[int], *, rounds: int = 3,
            samples: int = 512, seed: int = 0, tracker: Tracker | None = None
            ) -> tuple[np.ndarray, list[int]]:
-    """Local refinement from a feasible schedule (see the module docstring): per layer, a
-    jump to the best of ``samples`` random mappings of that layer if it is better, then an
-    exhaustive pass over each of its 8 choices; then the fusion toggles; ``rounds`` times or
-    until nothing improves."""
+    """Local refinement from a feasible schedule (see the module docstring), ``rounds`` times
+    or until nothing improves, within ``tracker``'s budget.  The fused edges are returned
+    unchanged."""
     rng = np.random.default_rng(seed)
     choices = np.asarray(choices, dtype=np.int64).copy()
     fused = list(fused)
-    L = len(space.layers)
+    groups = []
+    for g in space.shape_groups():          # copy the best member's mapping to all members
+        if len(g) > 1 and len({tuple(choices[i]) for i in g}) > 1:
+            rows = np.unique(choices[g], axis=0)
+            if _spend(tracker, len(rows) * len(g)):
+                return choices, fused
+            _improve_group(space, g, choices, fused, rows)
+        same = [i for i in g if np.array_equal(choices[i], choices[g[0]])]
+        groups.append(same)
+        groups += [[i] for i in g if i not in same]     # could not share (fused context)
     for _ in range(rounds):
         improved = False
-        for i in range(L):
+        for group in groups:
+            i = group[0]
             batches = []
             if samples:
                 sizes = space.layers[i].sizes()
@@ -141,43 +169,52 @@ def polish(space: SearchSpace, choices: np.ndarray, fused: list[int], *, rounds:
                 if cand is None:
                     cand = _candidates_for_layer(space, i, choices, gene - (1 if samples else 0))
                 if tracker is not None:
-                    tracker.check_cancel()
-                    if tracker.exhausted():
-                        return choices, fused
                     left = tracker.evaluations_left()
-                    if left is not None:            # n one-layer candidates cost n / L
-                        cand = cand[:max(1, int(left) * L)]
-                improved |= _improve_layer(space, i, choices, fused, cand)
-                if tracker is not None:
-                    tracker.evaluations += max(1, -(-len(cand) // L))
-        improved |= _polish_fusion(space, choices, fused)
+                    if left is not None:
+                        cand = cand[:max(1, int(left) // len(group))]
+                if _spend(tracker, len(cand) * len(group)):
+                    return choices, fused
+                improved |= _improve_group(space, group, choices, fused, cand)
+        if tracker is not None:
+            tracker.report(0.0, float(score(space, choices, fused)[0]))
         if not improved:
             break
     return choices, fused
 
 
-def _polish_fusion(space: SearchSpace, choices: np.ndarray, fused: list[int]) -> bool:
-    """Try each fusable edge on/off (on: with the consumer's DRAM tiles aligned to the
-    producer's where a split allows); keep changes that lower the EDP.  In place."""
-    g = space.graph
-    improved = False
-    for k in space.fusable_edges:
-        cur = np.zeros((1, len(g.prod)), dtype=bool)
-        cur[0, fused] = True
-        base_edp, base_v = batch_score(space, choices[None], cur)
-        trial_choices = choices.copy()
-        trial = cur.copy()
-        trial[0, k] = not cur[0, k]
-        if trial[0, k]:
-            trial_choices = align_edge(space, trial_choices, k)
-        edp, v = batch_score(space, trial_choices[None], trial)
-        trial_fused = [e for e in range(len(g.prod)) if trial[0, e]]
-        fits = sorted(repair_fusion(space, trial_choices, trial_fused)) == sorted(trial_fused)
-        if v[0] == 0 and fits and edp[0] < base_edp[0] * (1 - 1e-9):
-            choices[:] = trial_choices
-            if trial[0, k]:
-                fused.append(k)
-            else:
-                fused.remove(k)
-            improved = True
-    return improved
+def _spend(tracker: Tracker | None, n: int) -> bool:
+    """Count n layer-mapping evaluations; True when the budget was already spent."""
+    if tracker is None:
+        return False
+    tracker.check_cancel()
+    if tracker.exhausted():
+        return True
+    tracker.evaluations += n
+    return False
+
+
+def refine(space: SearchSpace, result: SearchResult, budget: Budget, seed: int = 0,
+           progress: ProgressFn | None = None, cancel: CancelFn | None = None,
+           rounds: int = 3, samples: int = 512) -> SearchResult:
+    """The refinement stage on any method's result: the same for every method.  The search's
+    own result is kept in ``raw`` (and its evaluations in ``raw_evaluations``); the method
+    name, seed and history carry over."""
+    if result.choices is None:
+        raise ValueError(f"{result.method}: the result carries no choices to refine")
+    tracker = Tracker(result.method, budget, progress, cancel)
+    tracker.best_edp = result.result.edp
+    choices, fused = polish(space, result.choices, list(result.fused_idx), rounds=rounds,
+                            samples=samples, seed=seed, tracker=tracker)
+    out = finish(space, tracker, choices, fused, seed)
+    if out.result.edp > result.result.edp:       # never worse than its input (repair noise)
+        out = finish(space, tracker, result.choices, list(result.fused_idx), seed)
+    out.schedule.meta.update(result.schedule.meta)
+    out.schedule.meta.update({"edp_before_refinement": result.result.edp,
+                              "refine_evaluations": tracker.evaluations,
+                              "search_evaluations": result.evaluations})
+    out.raw, out.raw_evaluations = result.result, result.evaluations
+    out.history = result.history + tracker.history
+    out.evaluations = result.evaluations + tracker.evaluations
+    out.cpu_s = result.cpu_s + tracker.cpu_elapsed
+    out.wall_s = result.wall_s + tracker.elapsed
+    return out

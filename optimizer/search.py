@@ -24,10 +24,14 @@ from optimizer.space import SearchSpace, repair, repair_fusion
 
 @dataclass
 class Budget:
-    """Stop after ``evaluations`` cost-model evaluations, ``cpu_seconds`` of this process's CPU
-    time or ``seconds`` of wall time, whichever comes first (None: no limit of that kind; at
-    least one must be set).  Comparisons use ``cpu_seconds`` or ``evaluations``: wall time moves
-    with the machine's load."""
+    """Stop after ``evaluations`` layer-mapping evaluations, ``cpu_seconds`` of this process's
+    CPU time or ``seconds`` of wall time, whichever comes first (None: no limit of that kind;
+    at least one must be set).  Comparisons use ``cpu_seconds`` or ``evaluations``: wall time
+    moves with the machine's load.
+
+    One evaluation is one layer scored under one mapping, for every method alike: a whole
+    candidate schedule of an L-layer network costs L, a FADiff step over K chains and the 9
+    loop-order pairs costs 9 K L, one refinement candidate for one layer costs 1."""
 
     evaluations: int | None = None
     seconds: float | None = None
@@ -40,6 +44,19 @@ class Budget:
             v = getattr(self, name)
             if v is not None and not (v > 0 and math.isfinite(v)):
                 raise ValueError(f"budget {name} must be a positive finite number, got {v!r}")
+
+    def share(self, fraction: float) -> "Budget":
+        """This budget scaled by ``fraction`` (0 < fraction <= 1), every limit alike: the part
+        of a run's budget one stage (the search, the refinement) gets."""
+        if not 0 < fraction <= 1:
+            raise ValueError(f"a budget share must be in (0, 1], got {fraction!r}")
+        ev = None if self.evaluations is None else max(1, int(self.evaluations * fraction))
+        return Budget(ev, None if self.seconds is None else self.seconds * fraction,
+                      None if self.cpu_seconds is None else self.cpu_seconds * fraction)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"evaluations": self.evaluations, "cpu_seconds": self.cpu_seconds,
+                "seconds": self.seconds}
 
 
 @dataclass
@@ -71,6 +88,11 @@ class SearchResult:
     wall_s: float = 0.0
     evaluations: int = 0
     seed: int = 0
+    choices: np.ndarray | None = None         # the integer choices [L, 8] of ``schedule``
+    fused_idx: list[int] = field(default_factory=list)   # its fused edges (edge indices)
+    cpu_s: float = 0.0                        # process CPU seconds the run took
+    raw: ScheduleResult | None = None         # the search's own result, before refinement
+    raw_evaluations: int = 0                  # evaluations of the search stage
 
 
 class Tracker:
@@ -182,4 +204,5 @@ def finish(space: SearchSpace, tracker: Tracker, choices: np.ndarray, fused: Seq
                        "wall_s": round(tracker.elapsed, 3)})
     result = evaluate_schedule(space.net, sched, space.hw)
     return SearchResult(tracker.method, sched, result, tracker.history, tracker.elapsed,
-                        tracker.evaluations, seed)
+                        tracker.evaluations, seed, choices=choices, fused_idx=list(fused),
+                        cpu_s=tracker.cpu_elapsed)

@@ -189,6 +189,16 @@ class SearchSpace:
                            for f in fields(LayerBatch)})
         return lb, mt
 
+    def shape_groups(self) -> list[list[int]]:
+        """Layers of identical shape (kind, loop bounds, stride), in layer order; every layer
+        is in exactly one group.  Such layers have identical split tables, so one decision
+        (FADiff's shared variables, the refinement's shared moves) can serve them all."""
+        groups: dict[tuple, list[int]] = {}
+        for i, layer in enumerate(self.net.layers):
+            key = (layer.kind, tuple(layer.dims[d] for d in DIMS), layer.stride)
+            groups.setdefault(key, []).append(i)
+        return sorted(groups.values(), key=lambda g: g[0])
+
     def random_choices(self, rng: np.random.Generator) -> np.ndarray:
         return np.array([[rng.integers(n) for n in ls.sizes()] for ls in self.layers],
                         dtype=np.int64)

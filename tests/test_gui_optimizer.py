@@ -142,7 +142,8 @@ def test_random_resnet18_fills_curves_gantt_and_table(qtbot, view) -> None:
 def test_fadiff_run_shows_temperature_then_exports(qtbot, view, monkeypatch, tiny_json,
                                                    tmp_path) -> None:
     _open_network(view, monkeypatch, tiny_json)
-    _setup(view, "small", "fadiff", 30)
+    # evaluations are layer-mapping evaluations: a FADiff step costs 9 x chains x 2 layers
+    _setup(view, "small", "fadiff", 1200)
     outcomes = _run(qtbot, view)
     assert view.errors == []
     tau = [p["tau"] for p in view.points]

@@ -39,13 +39,13 @@ def objective(edp: float, violation: float, penalty: float = PENALTY) -> float:
 
 def evaluate(space: SearchSpace, tracker: Tracker, choices: np.ndarray,
              fused: Sequence[int] = ()) -> Candidate:
-    """Score one candidate (one counted evaluation).  Fusion bits whose tiles are not aligned
+    """Score one candidate (L counted evaluations: one per layer).  Fusion bits whose tiles are not aligned
     (or whose fused group overflows the scratchpad) are dropped first, so a candidate is
     credited only for fusion that can really run."""
     choices = np.asarray(choices, dtype=np.int64)
     kept = repair_fusion(space, choices, list(fused)) if len(fused) else []
     edp, viol = score(space, choices, kept)
-    tracker.evaluations += 1
+    tracker.evaluations += len(space.layers)
     return Candidate(choices.copy(), kept, edp, viol)
 
 

@@ -19,8 +19,8 @@ the descent continues with those orders (DOSA likewise re-derives loop orders fr
 factors).  Several random starts (random schedules made to fit by
 :func:`~optimizer.space.repair`, as DOSA starts from valid mappings) run
 within the budget; the best rounded schedule is finished by :func:`optimizer.search.finish`.
-Evaluations counted: one per descent step, one per order pair tried and one per rounded
-candidate.
+Evaluations counted (layer-mapping evaluations, as for every method): L per descent step, L
+per order pair tried and L per rounded candidate.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ STEPS_PER_START = 300
 ROUND_EVERY = 50
 LR = 0.05
 PENALTY_WEIGHT = 1.0
-ROUND_COST = len(ORDER_PAIRS) + 2       # evaluations a rounding may use (orders, +repair)
+ROUND_COST = len(ORDER_PAIRS) + 2       # network evaluations a rounding may use (+repair)
 SP, ACC, REG, SPAT = range(4)          # the free log-factors per (layer, dim)
 _K, _C = DIMS.index("K"), DIMS.index("C")
 
@@ -135,7 +135,7 @@ def best_orders(space: SearchSpace, tracker: Tracker, choices: np.ndarray) -> np
             trial = choices.copy()
             trial[:, 7] = o
             nc = network_costs(space.batch, space.tensors(trial), space.hw, space.graph, sigma)
-            tracker.evaluations += 1
+            tracker.evaluations += len(space.layers)
             cyc.append(nc.cycles.numpy())
             en.append(nc.energy.numpy())
     cyc_a, en_a = np.array(cyc), np.array(en)                         # [9, L]
@@ -155,11 +155,11 @@ def run(space: SearchSpace, budget: Budget, seed: int = 0, progress: ProgressFn 
     best = Best()
     steps = STEPS_PER_START
     if budget.evaluations is not None:      # at least two starts when the budget allows
-        steps = max(4, min(STEPS_PER_START, budget.evaluations // 3))
+        steps = max(4, min(STEPS_PER_START, budget.evaluations // (3 * len(space.layers))))
     while not tracker.exhausted():
         init = repair(space, space.random_choices(rng))
         tracker.check_cancel()
-        if _left(tracker) <= ROUND_COST:        # no room for a descent: offer the start
+        if _left(space, tracker) <= ROUND_COST:        # no room for a descent: offer the start
             best.offer(evaluate(space, tracker, init), tracker)
             break
         relaxed = _Relaxed(space, _logs_of(space, init), init[:, 7])
@@ -169,9 +169,9 @@ def run(space: SearchSpace, budget: Budget, seed: int = 0, progress: ProgressFn 
             loss, edp, pen = relaxed.loss()
             loss.backward()
             opt.step()
-            tracker.evaluations += 1
+            tracker.evaluations += len(space.layers)
             tracker.report(float(loss.detach()), edp, violation=pen)
-            last = _left(tracker) <= ROUND_COST or tracker.exhausted()
+            last = _left(space, tracker) <= ROUND_COST or tracker.exhausted()
             if step % ROUND_EVERY == 0 or step == steps or last:
                 relaxed.set_orders(_round(space, tracker, relaxed, best))
             if last:
@@ -179,10 +179,10 @@ def run(space: SearchSpace, budget: Budget, seed: int = 0, progress: ProgressFn 
     return finish_best(space, tracker, best, seed)
 
 
-def _left(tracker: Tracker) -> float:
-    """Evaluations left in the budget (infinite for a time-only budget)."""
+def _left(space: SearchSpace, tracker: Tracker) -> float:
+    """Whole-network evaluations left in the budget (infinite for a time-only budget)."""
     n = tracker.budget.evaluations
-    return math.inf if n is None else n - tracker.evaluations
+    return math.inf if n is None else (n - tracker.evaluations) / len(space.layers)
 
 
 def _round(space: SearchSpace, tracker: Tracker, relaxed: _Relaxed, best: Best) -> np.ndarray:

@@ -47,6 +47,16 @@ SHORTCUTS = (("Ctrl+N", "New project"), ("Ctrl+O", "Open project"), ("Ctrl+S", "
              ("Mouse wheel / drag", "Zoom / pan a plot; right-click: plot menu"))
 
 
+def readable_name(base: str, taken: Sequence[str]) -> str:
+    """``"<base> #1"``, ``#2``, … : the first number not yet taken (names users can read in
+    the project tree, instead of a timestamp and a hash)."""
+    taken = set(taken)
+    i = 1
+    while f"{base} #{i}" in taken:
+        i += 1
+    return f"{base} #{i}"
+
+
 def versions() -> dict[str, str]:
     """Versions of the app and the libraries it runs on (Help > About); nothing heavy is
     imported (package metadata only)."""
@@ -548,7 +558,9 @@ class MainWindow(QMainWindow):
                     "method": outcome.method, "seed": outcome.seed,
                     "wall_s": outcome.wall_s, "evaluations": outcome.evaluations}
         try:
-            project.add_optimizer_run(None, settings, outcome.schedule, outcome.history)
+            name = readable_name(f"{outcome.method} {outcome.network} on {outcome.hardware}",
+                                 project.optimizer_runs())
+            project.add_optimizer_run(name, settings, outcome.schedule, outcome.history)
         except Exception as exc:  # noqa: BLE001 - the result stays in the view
             self._show_error(f"Cannot store the optimiser run in the project: {exc}")
         self.project_tree.refresh()
@@ -571,7 +583,9 @@ class MainWindow(QMainWindow):
             trace_name = self._trace_name(project, trace_path)
             if trace_name not in project.traces():
                 project.add_trace(trace_name, trace_path, embed=False)
-            run_id = project.add_run(None, cfg_name, trace_name, {"epoch": epoch}, stats)
+            run_id = project.add_run(readable_name(f"{cfg_name} on {trace_name}",
+                                                   project.runs()),
+                                     cfg_name, trace_name, {"epoch": epoch}, stats)
         except Exception as exc:  # noqa: BLE001 - the run is not lost from the view
             self._show_error(f"Cannot store the run in the project: {exc}")
             run_id = None

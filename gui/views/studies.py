@@ -411,6 +411,11 @@ class StudiesView(QWidget):
         """Run the study the controls describe; errors in the inputs are shown, not raised."""
         if self.is_running():
             return False
+        if self.traces_table.rowCount() == 0:
+            self._show_error("Add a trace first: a study runs its configurations on one or "
+                             "more request traces (the Add… button under the traces table).", "")
+            self.status_label.setText("No trace: add one with Add…")
+            return False
         from engine.errors import DiffMemError
         try:
             setup = self.setup()

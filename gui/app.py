@@ -392,7 +392,22 @@ class MainWindow(QMainWindow):
         self.project = project
         self.project_tree.set_project(project)
         self.simulation_view.set_project(project)
+        self._load_stored_optimizer_runs(project)
         self._update_title()
+
+    def _load_stored_optimizer_runs(self, project: Any) -> None:
+        """The optimiser tab lists the project's stored runs (after a restart too)."""
+        view = self.optimizer_view
+        if view.is_running():
+            return
+        view.clear_results()
+        if project is None:
+            return
+        for rid in project.optimizer_runs():
+            try:
+                view.show_stored(project.load_optimizer_run(rid), select=False)
+            except Exception as exc:  # noqa: BLE001 - a corrupt entry is skipped, and said
+                view.status_label.setText(f"Stored optimiser run '{rid}' unreadable: {exc}")
 
     def open_item(self, kind: str, name: str) -> bool:
         """Show a stored run's plots (read from the project, not simulated again), or load
@@ -414,6 +429,22 @@ class MainWindow(QMainWindow):
                 self.config_editor.load(project.get_config(name))
                 self.config_dock.show()
                 self.config_dock.raise_()
+                return True
+            if kind == "optimizer_run":
+                if self.optimizer_view.is_running():
+                    self._show_error("The optimiser is running: cancel it or wait for it to "
+                                     "finish before opening a stored run.")
+                    return False
+                self.optimizer_view.show_stored(project.load_optimizer_run(name))
+                self.show_view(self.optimizer_view)
+                return True
+            if kind == "study":
+                if self.studies_view.is_running():
+                    self._show_error("A study is running: cancel it or wait for it to finish "
+                                     "before opening a stored study.")
+                    return False
+                self.studies_view.show_stored(name)
+                self.show_view(self.studies_view)
                 return True
         except Exception as exc:  # noqa: BLE001 - a corrupt entry: shown to the user
             self._show_error(f"Cannot open {kind} '{name}': {exc}")
@@ -560,7 +591,8 @@ class MainWindow(QMainWindow):
         try:
             name = readable_name(f"{outcome.method} {outcome.network} on {outcome.hardware}",
                                  project.optimizer_runs())
-            project.add_optimizer_run(name, settings, outcome.schedule, outcome.history)
+            outcome.run_id = project.add_optimizer_run(name, settings, outcome.schedule,
+                                                       outcome.history)
         except Exception as exc:  # noqa: BLE001 - the result stays in the view
             self._show_error(f"Cannot store the optimiser run in the project: {exc}")
         self.project_tree.refresh()

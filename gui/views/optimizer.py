@@ -409,7 +409,8 @@ class OptimizerView(QWidget):
             w.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
         has = self.shown is not None
-        self.cosim_button.setEnabled(not busy and has and self.shown.mapping is not None)
+        self.cosim_button.setEnabled(not busy and has and (
+            self.shown.mapping is not None or bool(self.shown.schedule.get("layers"))))
         self.save_button.setEnabled(has)
 
     def _end(self) -> None:
@@ -459,8 +460,10 @@ class OptimizerView(QWidget):
         self.run_cancelled.emit()
 
     # ---------------------------------------------------------------- results
-    def add_result(self, outcome: OptimizerOutcome) -> int:
-        """Add a finished run to the table and show it; returns its row."""
+    def add_result(self, outcome: OptimizerOutcome, store: bool = True) -> int:
+        """Add a finished run to the table and show it; returns its row.  ``store``: announce
+        it (``result_added``: the window stores it in the open project); False for a run read
+        back from the project."""
         self.results.append(outcome)
         t = self.results_table
         r = t.rowCount()
@@ -475,8 +478,58 @@ class OptimizerView(QWidget):
         t.selectRow(r)                      # shows it (itemSelectionChanged)
         if self.shown is not outcome:
             self.show_result(outcome)
-        self.result_added.emit(outcome)
+        if store:
+            self.result_added.emit(outcome)
         return r
+
+    # ---------------------------------------------------------------- stored runs
+    @staticmethod
+    def outcome_from_stored(data: dict[str, Any]) -> OptimizerOutcome:
+        """An :class:`OptimizerOutcome` from ``Project.load_optimizer_run`` (curves, schedule,
+        Gantt; the network, hardware and mapping for a co-simulation are rebuilt on demand)."""
+        st = data.get("settings", {})
+        sched = data.get("schedule", {})
+        hist = data.get("history", {})
+        n = len(next(iter(hist.values()))) if hist else 0
+        method = str(st.get("method", sched.get("method", "")))
+        history = []
+        for i in range(n):
+            rec = {"method": method}
+            for k, v in hist.items():
+                x = float(v[i])
+                rec[k] = int(x) if k in ("step", "evaluations") and np.isfinite(x) else x
+            history.append(rec)
+        out = OptimizerOutcome(method, int(st.get("seed", sched.get("seed", 0)) or 0),
+                               str(st.get("network", sched.get("network", ""))),
+                               str(st.get("hardware", sched.get("hardware", ""))), sched,
+                               history, float(st.get("wall_s", 0.0) or 0.0),
+                               int(st.get("evaluations", sched.get("evaluations", 0)) or 0))
+        out.run_id = data.get("run_id")
+        return out
+
+    def show_stored(self, data: dict[str, Any], select: bool = True) -> OptimizerOutcome:
+        """Show a stored optimiser run: its row in the table (once), curves and Gantt."""
+        rid = data.get("run_id")
+        for i, o in enumerate(self.results):
+            if rid is not None and getattr(o, "run_id", None) == rid:
+                if select:
+                    self.results_table.selectRow(i)
+                    self.show_result(o)
+                return o
+        out = self.outcome_from_stored(data)
+        row = self.add_result(out, store=False)
+        if not select and row > 0:
+            self.results_table.selectRow(0)
+        return out
+
+    def clear_results(self) -> None:
+        """Empty the table (another project was opened)."""
+        self.results.clear()
+        self.results_table.setRowCount(0)
+        self.shown = None
+        self._clear_curves()
+        self.gantt.clear()
+        self._set_busy(self.is_running())
 
     @staticmethod
     def _row(o: OptimizerOutcome) -> list[Any]:
@@ -492,6 +545,18 @@ class OptimizerView(QWidget):
 
     def selected(self) -> OptimizerOutcome | None:
         return self.shown
+
+    def _ensure_mapping(self, outcome: OptimizerOutcome) -> None:
+        """A stored run's network, hardware and schedule objects, for a co-simulation (torch
+        is imported here, on demand)."""
+        if outcome.mapping is not None:
+            return
+        from optimizer.hardware import load_hardware
+        from optimizer.mapping import Schedule
+        from optimizer.workload import load_network
+        outcome.net = load_network(outcome.network)
+        outcome.hw = load_hardware(outcome.hardware)
+        outcome.mapping = Schedule.from_json(outcome.schedule)
 
     def show_result(self, outcome: OptimizerOutcome) -> None:
         """Show a finished run: its Gantt chart and, when idle, its convergence curves."""
@@ -532,9 +597,16 @@ class OptimizerView(QWidget):
         """Co-simulate the shown schedule on ``memory`` (default: the chooser's)."""
         if self.is_running():
             return False
-        if self.shown is None or self.shown.mapping is None:
+        if self.shown is None:
             self._show_error("Run the optimiser first: there is no schedule to co-simulate.",
                              "")
+            return False
+        try:
+            self._ensure_mapping(self.shown)
+        except Exception as exc:  # noqa: BLE001 - a stored run whose network is gone
+            import traceback
+            self._show_error(f"Cannot rebuild the stored schedule for a co-simulation: {exc}",
+                             traceback.format_exc())
             return False
         spec = memory or self.memory_spec()
         self._clear_cosim()

@@ -28,6 +28,8 @@ KIND_ROLE = Qt.ItemDataRole.UserRole          # "config" | "trace" | "run" on le
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1      # the entity's name in the project
 SECTIONS = (("config", "Configurations"), ("trace", "Traces"), ("run", "Runs"),
             ("optimizer_run", "Optimiser runs"), ("study", "Studies"))
+#: kinds a double-click (or "Open") shows: runs, configurations, optimiser runs, studies
+OPENABLE = ("run", "config", "optimizer_run", "study")
 UNDO_MAX_BYTES = 64 << 20      # larger entities are deleted without an undo copy
 
 
@@ -303,13 +305,13 @@ class ProjectTreeView(QWidget):
     def open_selected(self) -> bool:
         """Show the selected run (or load the selected configuration)."""
         sel = self.selected()
-        if sel is None or sel[0] not in ("run", "config"):
+        if sel is None or sel[0] not in OPENABLE:
             return False
         self.open_requested.emit(*sel)
         return True
 
     def _open_item(self, item: QTreeWidgetItem) -> None:
-        if item is not None and item.data(0, KIND_ROLE) in ("run", "config"):
+        if item is not None and item.data(0, KIND_ROLE) in OPENABLE:
             self.tree.setCurrentItem(item)
             self.open_selected()
 
@@ -325,7 +327,7 @@ class ProjectTreeView(QWidget):
     def context_menu_for(self, item: QTreeWidgetItem) -> QMenu:
         """The context menu of a leaf item: Open (runs, configs), Rename, Duplicate, Delete."""
         menu = QMenu(self)
-        if item.data(0, KIND_ROLE) in ("run", "config"):
+        if item.data(0, KIND_ROLE) in OPENABLE:
             menu.addAction("Open", self.open_selected).setObjectName("actionOpenItem")
         if self._editable():
             menu.addAction("Rename…", self.rename_selected).setObjectName("actionRenameItem")

@@ -547,6 +547,41 @@ class StudiesView(QWidget):
             self.study_stored.emit(self._target[2])
         self.run_cancelled.emit()
 
+    # ---------------------------------------------------------------- stored studies
+    def show_stored(self, name: str) -> int:
+        """Show a study stored in the open project: its type, name, results table and
+        findings (nothing is simulated); Report… then writes its report.  Returns the
+        number of points shown."""
+        from engine.studies import get_study, load_project_study
+        project = self.project()
+        if project is None:
+            raise ValueError("no project is open")
+        document, records = load_project_study(project, name)
+        key = str(document.get("study", ""))
+        if self.study_combo.findData(key) >= 0:
+            self.set_study(key)
+        self.name_edit.setText(name)
+        self.results_table.setRowCount(0)
+        self._shown.clear()
+        self.records = []
+        for rec in records:
+            self._add_record(rec)
+        self._target = ("project", project, name)
+        lines: list[str] = []
+        try:
+            analysis = get_study(key).analyse(document, records)
+            lines = [f.text for f in analysis.findings]
+        except Exception as exc:  # noqa: BLE001 - the table still shows
+            lines = [f"(no findings: {exc})"]
+        self.findings_lines = list(lines)
+        self.findings_text.setPlainText("\n".join(["Findings"] + [f"- {t}" for t in lines]))
+        ok = sum(1 for r in records if r.get("status") == "ok")
+        self.status_label.setText(f"Stored study '{name}' ({key}): {len(records)} point(s), "
+                                  f"{ok} ok — Report… writes its report")
+        self.progress_bar.setRange(0, max(1, len(records)))
+        self.progress_bar.setValue(len(records))
+        return len(records)
+
     # ---------------------------------------------------------------- report
     def stored_study(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """(document, records) of the study named in the name field: from the open project,

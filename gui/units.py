@@ -89,7 +89,8 @@ def fmt(value: float, unit: str, digits: int = SIG_DIGITS) -> str:
     """A value in the engine's units, written in the display unit of its kind.
 
     ``unit`` is the unit ``value`` is in: ``pJ`` (shown as J with a prefix), ``ns``/``s``
-    (shown as s with a prefix), ``pJ·s`` (EDP, J·s), ``mW``, ``GB/s``, ``%`` (a 0..1
+    (shown as s with a prefix), ``pJ·s`` (EDP, J·s), ``pJ·cyc`` (the optimiser's EDP in
+    accelerator cycles, J·cyc), ``mW``, ``GB/s``, ``%`` (a 0..1
     fraction), ``cyc`` (grouped integer).
     """
     if _nan(value):
@@ -103,6 +104,8 @@ def fmt(value: float, unit: str, digits: int = SIG_DIGITS) -> str:
         return si(v, "s", digits)
     if unit in ("pJ·s", "pJ*s"):
         return si(v * 1e-12, "J·s", digits)
+    if unit in ("pJ·cyc", "pJ*cycles", "pJ·cycles"):        # the optimiser's EDP
+        return si(v * 1e-12, "J·cyc", digits)
     if unit == "mW":
         return si(v * 1e-3, "W", digits)
     if unit == "GB/s":

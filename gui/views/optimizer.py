@@ -42,14 +42,20 @@ OPEN_HARDWARE = "Open TOML…"
 CURVE_PLOTS = ("loss", "edp", "tau", "violation")
 TIMELINE_PLOTS = ("gantt", "dram_time", "hit_rate", "banks")
 PLOTS = CURVE_PLOTS + TIMELINE_PLOTS
-TABLE_COLUMNS = ("method", "network", "hardware", "seed", "EDP (pJ·cycles)", "energy (pJ)",
-                 "latency (cycles)", "valid", "wall (s)", "evaluations")
+TABLE_COLUMNS = ("method", "network", "hardware", "seed", "EDP", "energy", "latency",
+                 "valid", "wall", "evaluations")
+#: how each table column is written (gui.units): EDP in J·accelerator cycles, energy in J,
+#: latency in accelerator cycles, wall time in s; the CSV keeps the raw numbers
+COLUMN_UNITS = {"EDP": "pJ·cyc", "energy": "pJ", "latency": "cyc", "wall": "s"}
 CSV_COLUMNS = ("method", "network", "hardware", "seed", "edp_pj_cycles", "energy_pj",
                "latency_cycles", "valid", "wall_s", "evaluations")
 CHANNEL_CHOICES = ("preset", "1", "2", "4", "8", "16")
 DRAM_ROWS = {"model DMA": 2.0, "engine service": 1.0, "engine paced": 0.0}
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 LEFT_AXIS_PX = 100            # left axis width of every timeline plot
+STOP_GRACE_MS = 1500          # Cancel keeps the best so far; a method that has not ended by
+                              # then is cancelled outright (its result is lost)
+BUDGET_KINDS = ("evaluations", "CPU seconds", "seconds")
 
 
 def _networks() -> list[str]:
@@ -130,7 +136,10 @@ class OptimizerView(QWidget):
         self.budget_spin.setObjectName("budgetSpin")
         self.budget_spin.setRange(1, 10_000_000)
         self.budget_spin.setValue(1000)
-        self.budget_kind = self._combo("budgetKind", ["evaluations", "seconds"])
+        self.budget_kind = self._combo("budgetKind", list(BUDGET_KINDS))
+        self.budget_kind.setToolTip("evaluations: cost-model evaluations; CPU seconds: this "
+                                    "process's CPU time (steady under load); seconds: wall "
+                                    "time")
         self.run_button = QPushButton("Run")
         self.run_button.setObjectName("runButton")
         self.run_button.clicked.connect(lambda: self.start())
@@ -338,13 +347,15 @@ class OptimizerView(QWidget):
     def job(self, methods: list[str] | None = None) -> OptimizerJob:
         """The run the controls describe (``methods``: default the chosen one)."""
         amount = int(self.budget_spin.value())
-        seconds = self.budget_kind.currentText() == "seconds"
+        kind = self.budget_kind.currentText()
         return OptimizerJob(
             network=str(self.network_combo.currentData(SPEC_ROLE)),
             hardware=str(self.hardware_combo.currentData(SPEC_ROLE)),
             methods=tuple(methods or [self.method_combo.currentText()]),
-            evaluations=None if seconds else amount,
-            seconds=float(amount) if seconds else None, seed=int(self.seed_spin.value()))
+            evaluations=amount if kind == "evaluations" else None,
+            seconds=float(amount) if kind == "seconds" else None,
+            cpu_seconds=float(amount) if kind == "CPU seconds" else None,
+            seed=int(self.seed_spin.value()))
 
     def memory_spec(self) -> str:
         """The memory for a co-simulation: a preset, with ``-<n>ch`` when channels are set."""
@@ -365,9 +376,15 @@ class OptimizerView(QWidget):
             self._show_error("Choose a network and a hardware first.", "")
             return False
         self._clear_curves()
+        self._job = job
         self._budget_total = (job.evaluations or 0) * len(job.methods)
         self._evals_before = 0
+        self._methods_done = 0
         self._cancel_at = None
+        self._started_wall = time.monotonic()
+        self._started_cpu = time.process_time()
+        self._what = (f"Optimising {Path(job.network).name} on {Path(job.hardware).name} "
+                      f"with {', '.join(job.methods)}")
         run = start_optimization(job, parent=self)
         run.progress.connect(self._on_progress)
         run.result.connect(self._on_result)
@@ -379,20 +396,55 @@ class OptimizerView(QWidget):
         what = ", ".join(job.methods)
         self.status_label.setText(f"Optimising {Path(job.network).name} on "
                                   f"{Path(job.hardware).name} with {what}…")
-        self.progress_bar.setRange(0, 1000 if self._budget_total else 0)
+        self.progress_bar.setRange(0, 1000)
         self.progress_bar.setValue(0)
         return True
 
+    def budget_fraction(self) -> float | None:
+        """The share of the whole job's budget spent (all methods), from the progress
+        reports and this process's clocks; None before the first report."""
+        job = getattr(self, "_job", None)
+        if job is None or not self.points:
+            return None
+        n = max(1, len(job.methods))
+        last, k = self.points[-1], self._methods_done
+        parts = []
+        if job.evaluations:
+            parts.append((k + min(1.0, last["evaluations"] / job.evaluations)) / n)
+        if job.seconds:
+            parts.append((k + min(1.0, last["elapsed_s"] / job.seconds)) / n)
+        if job.cpu_seconds:
+            # the search's Tracker uses the same clock: this process's CPU time
+            parts.append((time.process_time() - self._started_cpu) / (job.cpu_seconds * n))
+        return min(1.0, max(parts)) if parts else None
+
+    def eta_seconds(self) -> float | None:
+        """Wall seconds left at the pace so far (None until 2 % of the budget is spent)."""
+        f = self.budget_fraction()
+        if f is None or f < 0.02:
+            return None
+        elapsed = time.monotonic() - self._started_wall
+        return elapsed * (1.0 - f) / f
+
     def cancel(self) -> None:
-        """Cancel the search or the co-simulation in progress."""
+        """Cancel the search (keeping the best schedule found so far) or the co-simulation.
+
+        The search's budget is spent at once, so the running method ends as when its budget
+        runs out: its best candidate is repaired, scored and shown in the table.  A method
+        still running after STOP_GRACE_MS is cancelled outright."""
         if self._run is None and self._cosim is None:
             return
         self._cancel_at = time.monotonic()
         if self._run is not None:
-            self._run.cancel()
+            run = self._run
+            run.stop()
+            from PySide6.QtCore import QTimer
+            QTimer.singleShot(STOP_GRACE_MS,
+                              lambda: run.cancel() if self._run is run else None)
+            self.status_label.setText("Stopping: keeping the best schedule so far…")
         if self._cosim is not None:
             self._cosim.cancel()
-        self.status_label.setText("Cancelling…")
+            self.status_label.setText("Cancelling…")
         self.cancel_button.setEnabled(False)
 
     def shutdown(self, timeout_ms: int = 30000) -> None:
@@ -428,12 +480,20 @@ class OptimizerView(QWidget):
     def _on_progress(self, batch: list) -> None:
         if batch and self.points and batch[0]["method"] != self.points[-1]["method"]:
             self._evals_before += self.points[-1]["evaluations"]
+            self._methods_done += 1
             self.points = []                      # the curves follow the method now running
         self.points.extend(batch)
         self._draw_curves()
-        if self._budget_total and self.points:
-            done = self._evals_before + self.points[-1]["evaluations"]
-            self.progress_bar.setValue(int(1000 * min(1.0, done / self._budget_total)))
+        f = self.budget_fraction()
+        if f is not None:
+            self.progress_bar.setValue(int(1000 * f))
+            eta = self.eta_seconds()
+            if self._cancel_at is None:
+                from gui.units import fmt
+                self.status_label.setText(
+                    f"{self._what}… {100 * f:.0f} % of the budget"
+                    + (f" · about {fmt(eta, 's', 2)} left" if eta is not None else "")
+                    + f" · {self.points[-1]['evaluations']} evaluations")
 
     def _on_result(self, outcome: OptimizerOutcome) -> None:
         self.add_result(outcome)
@@ -456,7 +516,15 @@ class OptimizerView(QWidget):
     def _on_cancelled(self, outcomes: list) -> None:
         self._end()
         self.progress_bar.setValue(0)
-        self.status_label.setText(f"Cancelled ({len(outcomes)} run(s) finished before)")
+        kept = [o for o in outcomes if o.stopped_early]
+        if kept:
+            from gui.units import fmt
+            o = kept[-1]
+            self.status_label.setText(
+                f"Cancelled: kept the best schedule so far ({o.method}, EDP "
+                f"{fmt(o.edp, 'pJ·cyc')}, {o.evaluations} evaluations)")
+        else:
+            self.status_label.setText(f"Cancelled ({len(outcomes)} run(s) finished before)")
         self.run_cancelled.emit()
 
     # ---------------------------------------------------------------- results
@@ -468,9 +536,17 @@ class OptimizerView(QWidget):
         t = self.results_table
         r = t.rowCount()
         t.insertRow(r)
+        from gui.units import fmt
         for c, value in enumerate(self._row(outcome)):
-            text = (f"{value:.4g}" if isinstance(value, float) else
-                    ("yes" if value else "NO") if isinstance(value, bool) else str(value))
+            unit = COLUMN_UNITS.get(TABLE_COLUMNS[c])
+            if unit is not None:
+                text = fmt(value, unit)
+            elif isinstance(value, bool):
+                text = "yes" if value else "NO"
+            else:
+                text = str(value)
+            if c == 0 and outcome.stopped_early:
+                text += " (cancelled: best so far)"
             cell = QTableWidgetItem(text)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

@@ -129,6 +129,7 @@ class MainWindow(QMainWindow):
         self.project_tree.setObjectName("projectTreeView")
         self.project_tree.changed.connect(self._update_title)
         self.project_tree.changed.connect(self.simulation_view.refresh_runs)
+        self.project_tree.changed.connect(self.simulation_view.refresh_configs)
         self.project_tree.open_requested.connect(self.open_item)
         self.project_dock = QDockWidget("Project", self)
         self.project_dock.setObjectName("projectDock")
@@ -140,6 +141,8 @@ class MainWindow(QMainWindow):
 
         self.config_editor = ConfigEditor(parent=self)
         self.config_editor.setObjectName("configEditor")
+        self.config_editor.store_requested.connect(self.store_config)
+        self.simulation_view.editor_config = self.config_editor.config
         self.config_dock = QDockWidget("Memory configuration", self)
         self.config_dock.setObjectName("configDock")
         # in a scroll area: the editor's tables would otherwise hold the dock (and the project
@@ -598,6 +601,26 @@ class MainWindow(QMainWindow):
         self.project_tree.refresh()
         self._update_title()
 
+    def store_config(self, name: str, cfg: Any) -> bool:
+        """Store a configuration from the editor (or an .ini import) in the open project under
+        ``name`` (replacing one of that name) and offer it in the Memory list."""
+        project = self.project
+        if project is None or getattr(project, "readonly", False):
+            self.statusBar().showMessage(
+                f"Configuration '{name}' not stored: open or create a project first", 8000)
+            return False
+        try:
+            project.add_config(name, cfg, replace=name in project.configs())
+        except Exception as exc:  # noqa: BLE001 - ProjectError: shown to the user
+            self._show_error(f"Cannot store configuration '{name}': {exc}")
+            return False
+        self.project_tree.refresh()
+        self.simulation_view.refresh_configs()
+        self.simulation_view.select_config(name)
+        self.statusBar().showMessage(f"Configuration '{name}' stored in the project", 5000)
+        self._update_title()
+        return True
+
     def _on_run_finished(self, stats: Any) -> None:
         """Store a finished simulation in the open project (config, trace, run)."""
         project = self.project
@@ -605,13 +628,20 @@ class MainWindow(QMainWindow):
                 project, "readonly", False):
             return
         view = self.simulation_view
-        cfg_name = view.config_combo.currentText()   # the inputs stay as they were for the run
+        # the inputs stay as they were for the run
+        cfg_name, cfg, where = getattr(view, "run_config", (view.config_combo.currentText(),
+                                                            None, "preset"))
         trace_path = Path(view.trace_edit.text().strip()).absolute()
         epoch = int(view.epoch_spin.value())
         try:
-            if cfg_name not in project.configs():
-                from engine.config import load_config
-                project.add_config(cfg_name, load_config(cfg_name))
+            if where == "editor":           # unsaved edits: stored under a name of their own
+                cfg_name = readable_name(f"{cfg_name} edited", project.configs())
+                project.add_config(cfg_name, cfg)
+            elif cfg_name not in project.configs():
+                if cfg is None:
+                    from engine.config import load_config
+                    cfg = load_config(cfg_name)
+                project.add_config(cfg_name, cfg)
             trace_name = self._trace_name(project, trace_path)
             if trace_name not in project.traces():
                 project.add_trace(trace_name, trace_path, embed=False)
@@ -623,6 +653,7 @@ class MainWindow(QMainWindow):
             run_id = None
         self.project_tree.refresh()
         self.simulation_view.refresh_runs()
+        self.simulation_view.refresh_configs()
         if run_id is not None:
             self.project_tree.select("run", run_id)
             if view.record is not None:

@@ -42,6 +42,8 @@ OVERLAY_PLOTS = ("hit_rate", "bandwidth", "latency")
 OVERLAY_COLOURS = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                    "#bcbd22", "#17becf")
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole
+CONFIG_ROLE = Qt.ItemDataRole.UserRole      # ("project" | "preset" | "editor", name)
+EDITOR_ENTRY = "Edited in the configuration editor"
 
 
 def _preset_names() -> list[str]:
@@ -162,7 +164,10 @@ class SimulationView(QWidget):
     def _build_controls(self) -> None:
         self.config_combo = QComboBox()
         self.config_combo.setObjectName("configCombo")
-        self.config_combo.addItems(_preset_names())
+        self.config_combo.setToolTip("The project's configurations, the shipped presets, or "
+                                     "what the configuration editor holds now")
+        self.editor_config: Any = None      # callable -> MemoryConfig (the window sets it)
+        self.refresh_configs()
         self.trace_edit = QLineEdit(str(DEMO_TRACE) if DEMO_TRACE.is_file() else "")
         self.trace_edit.setObjectName("traceEdit")
         self.trace_edit.setPlaceholderText("request trace (.trace text, .dmt binary, .h5)")
@@ -418,13 +423,13 @@ class SimulationView(QWidget):
             self._show_error("Choose a trace file first.", "")
             return
         try:
-            from engine.config import load_config      # light: no numba kernels here
-            cfg = load_config(name)
+            name, cfg, where = self.chosen_config()
         except Exception as exc:  # noqa: BLE001 - shown to the user
             import traceback
             self._show_error(f"Cannot load memory config '{name}': {exc}",
                              traceback.format_exc())
             return
+        self.run_config = (name, cfg, where)       # what the run used (stored with it)
         from gui.workers import start_simulation
 
         self._clear_plots()
@@ -443,6 +448,58 @@ class SimulationView(QWidget):
         run.cancelled.connect(self._on_cancelled)
         self._run = run
         self._timer.start()
+
+    def refresh_configs(self) -> None:
+        """The Memory list: the open project's configurations first, then the presets not
+        already there, then the editor's current configuration."""
+        combo = self.config_combo
+        current = combo.currentData(CONFIG_ROLE) if combo.count() else None
+        combo.blockSignals(True)
+        combo.clear()
+        names: list[str] = []
+        p = self._project if hasattr(self, "_project") else None
+        if p is not None and not getattr(p, "closed", False):
+            try:
+                names = list(p.configs())
+            except Exception:  # noqa: BLE001 - a broken project offers only the presets
+                names = []
+        for n in names:
+            combo.addItem(n, ("project", n))
+            combo.setItemData(combo.count() - 1, "stored in the project",
+                              Qt.ItemDataRole.ToolTipRole)
+        for n in _preset_names():
+            if n not in names:
+                combo.addItem(n, ("preset", n))
+        combo.addItem(EDITOR_ENTRY, ("editor", None))
+        i = combo.findData(current, CONFIG_ROLE) if current is not None else -1
+        if i < 0 and current is not None:       # a preset that is now a project config
+            i = combo.findText(current[1] or "")
+        if i < 0:
+            i = combo.findText("DDR4-3200")
+        combo.setCurrentIndex(max(0, i))
+        combo.blockSignals(False)
+
+    def select_config(self, name: str) -> bool:
+        """Choose a configuration of the Memory list by its name."""
+        i = self.config_combo.findText(name)
+        if i >= 0:
+            self.config_combo.setCurrentIndex(i)
+        return i >= 0
+
+    def chosen_config(self) -> tuple[str, Any, str]:
+        """(name, MemoryConfig, where: "project" | "preset" | "editor") of the Memory list's
+        choice (ConfigError / ProjectError when it cannot be read)."""
+        kind, name = self.config_combo.currentData(CONFIG_ROLE) or ("preset",
+                                                                     self.config_combo.currentText())
+        if kind == "project":
+            return name, self._project.get_config(name), kind
+        if kind == "editor":
+            if self.editor_config is None:
+                raise ValueError("no configuration editor is attached")
+            cfg = self.editor_config()
+            return (cfg.name or "edited"), cfg, kind
+        from engine.config import load_config      # light: no numba kernels here
+        return name, load_config(name), kind
 
     def _use_config(self, cfg: Any) -> None:
         """The clock, bank layout and peak bandwidth of the memory on the plots."""
@@ -662,6 +719,7 @@ class SimulationView(QWidget):
         for rid in list(self.overlays):
             self.remove_overlay(rid)
         self.refresh_runs()
+        self.refresh_configs()
 
     def refresh_runs(self) -> None:
         """Re-read the project's runs into the Compare list (ticks kept where still there)."""

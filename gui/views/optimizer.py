@@ -194,24 +194,32 @@ class OptimizerView(QWidget):
         grid.addWidget(self.hardware_combo, 0, 3)
         grid.addWidget(QLabel("Method"), 0, 4)
         grid.addWidget(self.method_combo, 0, 5)
-        grid.addWidget(QLabel("Seed"), 0, 6)
-        grid.addWidget(self.seed_spin, 0, 7)
-        grid.addWidget(QLabel("Budget"), 0, 8)
-        grid.addWidget(self.budget_spin, 0, 9)
-        grid.addWidget(self.budget_kind, 0, 10)
+        grid.addWidget(QLabel("Seed"), 1, 0)
+        grid.addWidget(self.seed_spin, 1, 1)
+        grid.addWidget(QLabel("Budget"), 1, 2)
+        budget = QHBoxLayout()
+        budget.addWidget(self.budget_spin, 1)
+        budget.addWidget(self.budget_kind)
+        grid.addLayout(budget, 1, 3)
+        grid.addWidget(QLabel("Memory"), 1, 4)
+        mem = QHBoxLayout()
+        mem.addWidget(self.memory_combo, 1)
+        mem.addWidget(QLabel("Channels"))
+        mem.addWidget(self.channels_combo)
+        grid.addLayout(mem, 1, 5)
+        for c in (1, 3, 5):
+            grid.setColumnStretch(c, 1)
+        # two rows of controls and buttons: the view fits a 1280 px wide window
         row = QHBoxLayout()
         for w in (self.run_button, self.compare_button, self.cancel_button):
             row.addWidget(w)
         row.addWidget(self.progress_bar, 1)
-        row.addWidget(QLabel("Memory"))
-        row.addWidget(self.memory_combo)
-        row.addWidget(QLabel("Channels"))
-        row.addWidget(self.channels_combo)
         for w in (self.cosim_button, self.save_button, self.export_button):
             row.addWidget(w)
         self._top = QVBoxLayout(self)
         self._top.addLayout(grid)
         self._top.addLayout(row)
+        self.status_label.setWordWrap(True)
         self._top.addWidget(self.status_label)
 
     def _build_plots(self) -> None:
@@ -298,10 +306,15 @@ class OptimizerView(QWidget):
         t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         t.itemSelectionChanged.connect(self._on_selection)
+        t.setMinimumHeight(90)
         self.results_table = t
         self.splitter.addWidget(t)
-        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setSizes([600, 220])        # about six rows; drag the handle for more
+        for w in (self.curve_widget, self.timeline_widget):
+            w.setMinimumSize(320, 240)
 
     # ---------------------------------------------------------------- dialogs (monkeypatched)
     def _show_error(self, msg: str, details: str) -> None:

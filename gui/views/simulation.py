@@ -387,18 +387,25 @@ class SimulationView(QWidget):
         self.compare_table = QTableWidget(len(KEY_FIGURES), 0)
         self.compare_table.setObjectName("compareTable")
         self.compare_table.setVerticalHeaderLabels([label for _k, label, _u, _c in KEY_FIGURES])
-        self.compare_table.setMinimumWidth(360)      # figure, this run, one run and its Δ %
+        self.compare_table.setMinimumWidth(300)      # figure, this run, one run and its Δ %
         self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.compare_table.horizontalHeader().setSectionResizeMode(
             QHeaderView.ResizeMode.ResizeToContents)
         lay = QVBoxLayout(box)
         lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(self.compare_list, 1)
-        lay.addWidget(self.compare_table, 1)
+        self.compare_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.compare_splitter.setObjectName("compareSplitter")
+        self.compare_splitter.addWidget(self.compare_list)
+        self.compare_splitter.addWidget(self.compare_table)
+        self.compare_splitter.setChildrenCollapsible(False)
+        self.compare_splitter.setSizes([150, 300])
+        lay.addWidget(self.compare_splitter, 1)
         self.compare_box = box
         self.splitter.addWidget(box)
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+        self.plot_widget.setMinimumSize(420, 300)
         self.splitter.setSizes([900, 330])
         self._update_compare_table()
 

@@ -111,6 +111,13 @@ class MainWindow(QMainWindow):
         self.energy_view.setObjectName("energyView")
         self.add_view(self.energy_view, "Energy by bank")
         self.simulation_view.record_shown.connect(self.energy_view.set_record)
+        from gui.views.timeline import TimelineView     # pyqtgraph; engine on a recording
+        self.timeline_view = TimelineView(self)
+        self.timeline_view.setObjectName("timelineView")
+        self.add_view(self.timeline_view, "Command timeline")
+        self.timeline_view.source = lambda: (self.simulation_view.chosen_config()[1],
+                                             self.simulation_view.trace_edit.text().strip())
+        self.timeline_view.set_link_target(self.simulation_view.plots["bandwidth"])
         from gui.views.optimizer import OptimizerView   # pyqtgraph only; torch on first run
 
         self.optimizer_view = OptimizerView(self)
@@ -683,6 +690,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.simulation_view.shutdown()
+        self.timeline_view.shutdown()
         self.optimizer_view.shutdown()
         self.studies_view.shutdown()
         self.close_project(ask=False)

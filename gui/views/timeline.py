@@ -67,7 +67,7 @@ class TimelineView(QWidget):
         self.record_button.setToolTip("Simulate the Simulation tab's memory and trace up to "
                                       "the window's end and show every command in the window")
         self.record_button.clicked.connect(lambda: self.record_from_source())
-        self.link_check = QCheckBox("Link time axis to the epoch plots")
+        self.link_check = QCheckBox("Link to epoch plots")
         self.link_check.setObjectName("timelineLink")
         self.link_check.setChecked(True)
         self.link_check.toggled.connect(lambda on: self.link_x(self._link_target if on
@@ -112,9 +112,11 @@ class TimelineView(QWidget):
         row.addWidget(self.end_spin)
         row.addWidget(self.record_button)
         row.addWidget(self.link_check)
-        row.addWidget(self.status_label, 1)
+        row.addStretch(1)
+        self.status_label.setWordWrap(True)
         lay = QVBoxLayout(self)
         lay.addLayout(row)
+        lay.addWidget(self.status_label)
         lay.addWidget(self.plot_widget, 1)
         lay.addWidget(self.hover_label)
 

@@ -16,9 +16,9 @@ def test_empty_user_cache_is_seeded_once(tmp_path: Path) -> None:
     root = tmp_path / "home" / ".cache" / "diffmem" / "numba" / f"{APP_VERSION}-fedcba987654"
     assert seed_cache(root, tmp_path / "numba-seed")
     assert (root / "engine" / "kernel.run_kernel-1.py311.1.nbc").read_bytes() == b"code"
-XX
+    (root / "engine" / "kernel.run_kernel-1.py311.1.nbc").write_bytes(b"user's own")
     assert not seed_cache(root, tmp_path / "numba-seed")          # never overwrites
-    assert (root / "engine" / "kernel.run_kernel-1.py311.nbc").read_bytes() == b"user's own"
+    assert (root / "engine" / "kernel.run_kernel-1.py311.1.nbc").read_bytes() == b"user's own"
 
 
 def test_no_seed_for_another_version_or_outside_a_bundle(tmp_path: Path) -> None:

@@ -4,9 +4,9 @@
     with plot_theme(scene, "light"):        # a PNG/SVG export in the export theme
         scene.render(...)
 
-A theme is a Qt palette (widgets) plus plot colours (background, axis ink, title text) applied
-to every ``pyqtgraph.GraphicsView`` below a widget, so plots made before the switch change
-too.  Curves keep their colours in both themes (chosen to read on white and on black).
+A theme is the plot colours (background, axis ink, title and legend text) applied to every
+``pyqtgraph.GraphicsView`` below a widget, so plots made before the switch change too; the
+widgets keep the desktop's style.  Curves keep their colours in both themes (chosen to read on white and on black).
 The chosen theme and the export theme are remembered with QSettings (``view/theme``,
 ``view/export_theme``); the export theme is "light" unless the user picks "as shown".
 """
@@ -96,6 +96,8 @@ def apply_plot_theme(widget: Any, name: str) -> None:
     for view in _views_of(widget):
         view.setBackground(theme.background)
         _style_scene(view.scene(), theme)
+        view.resetCachedContent()          # pyqtgraph caches the background
+        view.viewport().repaint()
 
 
 def palette(name: str) -> Any:
@@ -119,11 +121,9 @@ def palette(name: str) -> Any:
 
 
 def apply_theme(window: Any, name: str) -> None:
-    """The whole window in theme ``name``: Qt palette and every plot."""
-    from PySide6.QtWidgets import QApplication
-    app = QApplication.instance()
-    if app is not None:
-        app.setPalette(palette(name))
+    """Every plot of the window in theme ``name``.  The widgets keep the desktop's own style
+    (a half-applied Qt palette looked worse than none); :func:`palette` is there for a
+    desktop without one."""
     apply_plot_theme(window, name)
     window.setProperty("theme", name)
 

@@ -227,9 +227,10 @@ class OptimizerView(QWidget):
         self.curve_widget.setObjectName("curveWidget")
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
+        # short titles: a title's width is the plot's minimum width (the grid must fit half
+        # of a 1280 px window)
         specs = (("loss", 0, 0, "Loss"), ("edp", 0, 1, "EDP (pJ·cycles)"),
-                 ("tau", 1, 0, "Gumbel-Softmax temperature"),
-                 ("violation", 1, 1, "Constraint violation"))
+                 ("tau", 1, 0, "Temperature τ"), ("violation", 1, 1, "Violation"))
         for key, r, c, title in specs:
             p = self.curve_widget.addPlot(row=r, col=c, title=title)
             p.setLabel("bottom", "evaluations")
@@ -276,9 +277,15 @@ class OptimizerView(QWidget):
         b = tw.addPlot(row=3, col=0, title="DRAM requests per bank (schedule issue time)")
         b.setLabel("left", "bank")
         b.setLabel("bottom", "accelerator cycles")
+        b.getAxis("left").enableAutoSIPrefix(False)
+        b.setYRange(0.0, 1.0, padding=0)
         self.bank_image = pg.ImageItem(axisOrder="row-major")      # image[bank, time bin]
-        self.bank_image.setLookupTable(pg.colormap.get("viridis").getLookupTable(nPts=256))
+        cmap = pg.colormap.get("viridis")
+        self.bank_image.setLookupTable(cmap.getLookupTable(nPts=256))
         b.addItem(self.bank_image)
+        self.bank_colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=cmap,
+                                               label="requests", interactive=False, width=12)
+        tw.addItem(self.bank_colour_bar, row=3, col=1)
         self.plots["banks"] = b
         for key in ("dram_time", "hit_rate", "banks"):
             self.plots[key].setXLink(g)
@@ -292,8 +299,9 @@ class OptimizerView(QWidget):
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.curve_widget)
         upper.addWidget(self.timeline_widget)
-        upper.setStretchFactor(0, 2)
-        upper.setStretchFactor(1, 3)
+        upper.setStretchFactor(0, 1)
+        upper.setStretchFactor(1, 1)
+        upper.setChildrenCollapsible(False)
         self.splitter.addWidget(upper)
         self._top.addWidget(self.splitter, 1)
 
@@ -775,8 +783,10 @@ class OptimizerView(QWidget):
             self.curves["hit_rate"].setData(edges, hit, stepMode="center")
         counts = np.asarray(payload["banks"]["counts"], dtype=np.float64)
         if counts.size:
-            self.bank_image.setImage(counts, autoLevels=False,
-                                     levels=(0.0, max(1.0, float(counts.max()))))
+            top = max(1.0, float(counts.max()))
+            self.bank_image.setImage(counts, autoLevels=False, levels=(0.0, top))
+            self.bank_colour_bar.setLevels((0.0, top))
+            self.plots["banks"].setYRange(0.0, float(counts.shape[0]), padding=0)
             from PySide6.QtCore import QRectF
             self.bank_image.setRect(QRectF(0.0, 0.0, float(payload["total_cycles"]),
                                            float(counts.shape[0])))

@@ -195,6 +195,8 @@ class SimulationView(QWidget):
         self.summary_label = QLabel("")
         self.summary_label.setObjectName("summaryLabel")
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary_label.setWordWrap(True)      # a long summary must not widen the window
+        self.status_label.setWordWrap(True)
 
         trace_row = QHBoxLayout()
         trace_row.addWidget(self.trace_edit, 1)
@@ -237,8 +239,7 @@ class SimulationView(QWidget):
         lay = self.plot_widget
         self.plots: dict[str, pg.PlotItem] = {}
 
-        p = lay.addPlot(row=0, col=0, colspan=2, title="Bank utilisation (share of time a row "
-                        "is open)")
+        p = lay.addPlot(row=0, col=0, colspan=2, title="Bank utilisation (row open)")
         p.setLabel("bottom", "time", units="s")
         p.setLabel("left", "channel · rank · bank group")
         p.getAxis("left").enableAutoSIPrefix(False)
@@ -292,7 +293,7 @@ class SimulationView(QWidget):
         self.legends["latency"].addItem(self.latency_curve, "this run")
         self.plots["latency"] = p
 
-        p = lay.addPlot(row=2, col=1, colspan=2, title="Energy by component (core + IO)")
+        p = lay.addPlot(row=2, col=1, colspan=2, title="Energy (core + IO)")
         p.invertY(True)                     # horizontal bars, first component on top
         p.setLabel("bottom", "energy", units="J")
         p.getAxis("bottom").setScale(1e-12)  # bars in pJ, axis in J with an SI prefix
@@ -307,6 +308,9 @@ class SimulationView(QWidget):
         for name, p in self.plots.items():
             p.getAxis("left").setWidth(62 if name == "energy" else
                                        (90 if name == "heatmap" else 48))
+        # the epoch plots share one time axis: zooming one zooms the others
+        self.plots["hit_rate"].setXLink(self.plots["bandwidth"])
+        self.plots["heatmap"].setXLink(self.plots["bandwidth"])
         self._tck = math.nan                # ns per cycle of the run on the plots
         self._set_empty_ranges()
 
@@ -640,7 +644,7 @@ class SimulationView(QWidget):
         self.energy_bars.setOpts(x0=[], y=[], height=[], width=[])
         self.energy_labels = []
         self.energy_values = np.zeros(0)
-        self.plots["energy"].setTitle("Energy by component (core + IO)")
+        self.plots["energy"].setTitle("Energy (core + IO)")
         self.summary_label.setText("")
         self._set_empty_ranges()
 
@@ -713,9 +717,7 @@ class SimulationView(QWidget):
         axis.setTicks([list(zip(x.tolist(), self.energy_labels))])
         total = U.energy_total_pj(s)
         io = float(s.get("io_energy", math.nan))
-        self.plots["energy"].setTitle(
-            f"Energy by component: total {U.fmt(total, 'pJ')} (core + IO; IO "
-            f"{U.fmt(io, 'pJ')})")
+        self.plots["energy"].setTitle(f"Energy: {U.fmt(total, 'pJ')} (IO {U.fmt(io, 'pJ')})")
         if items:
             self.plots["energy"].enableAutoRange(axis="xy", enable=True)
 

@@ -92,14 +92,15 @@ class TimelineView(QWidget):
         self.open_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=[],
                                          brush=pg.mkBrush(120, 120, 120, 70), pen=None)
         self.plot.addItem(self.open_bars)
-        self.legend = self.plot.addLegend(offset=(-5, 5), brush=pg.mkBrush(20, 20, 20, 170))
+        # one compact row in the top-right corner (over the lane area's empty top margin)
+        self.legend = self.plot.addLegend(offset=(-5, 1), brush=pg.mkBrush(20, 20, 20, 170),
+                                          colCount=len(MARKS))
         self.marks: dict[str, pg.ScatterPlotItem] = {}
         for name in MARKS:
             item = pg.ScatterPlotItem(size=9, symbol="s" if name == "REF" else "o",
                                       pen=None, brush=pg.mkBrush(MARK_COLOURS[name]),
                                       name=name)
-            self.plot.addItem(item)
-            self.legend.addItem(item, name)
+            self.plot.addItem(item)            # named: the legend lists it once
             self.marks[name] = item
         self.plot.setXRange(0.0, 1e-6, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
@@ -208,7 +209,7 @@ class TimelineView(QWidget):
                                height=np.full(len(bars_y), 0.6))
         self._lane_ticks()
         self.plot.setXRange(float(self.seconds(c0)), float(self.seconds(c1)), padding=0.01)
-        self.plot.setYRange(-0.6, self.lanes() - 0.4, padding=0)
+        self.plot.setYRange(-1.6, self.lanes() - 0.4, padding=0)   # a row for the legend
         counts = {m: len(pts[m][0]) for m in MARKS}
         from gui.units import fmt
         self.status_label.setText(

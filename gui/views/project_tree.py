@@ -34,16 +34,25 @@ UNDO_MAX_BYTES = 64 << 20      # larger entities are deleted without an undo cop
 
 
 def run_summary_text(summary: dict[str, Any]) -> str:
-    """A short summary of a run: row-hit rate and average read latency."""
+    """A short summary of a run: simulated time, row-hit rate and average read latency (in
+    time, as everywhere in the app: runs of different clocks sit side by side in the tree)."""
+    from gui.units import fmt, percent
     parts = []
     try:
-        rate = float(summary["row_hit_rate"])
-        parts.append("row-hit rate " + ("n/a" if math.isnan(rate) else f"{100.0 * rate:.1f} %"))
+        t = float(summary.get("simulated_time_ns",
+                              float(summary["num_cycles"]) * float(summary["tCK_ns"])))
+        parts.append(fmt(t, "ns"))
     except (KeyError, TypeError, ValueError):
         pass
     try:
-        lat = float(summary["average_read_latency"])
-        parts.append("avg read latency " + ("n/a" if math.isnan(lat) else f"{lat:.1f} cycles"))
+        parts.append("row-hit rate " + percent(float(summary["row_hit_rate"])))
+    except (KeyError, TypeError, ValueError):
+        pass
+    try:
+        lat = float(summary.get("average_read_latency_ns",
+                                float(summary["average_read_latency"])
+                                * float(summary["tCK_ns"])))
+        parts.append("avg read latency " + fmt(lat, "ns"))
     except (KeyError, TypeError, ValueError):
         pass
     return " · ".join(parts)

@@ -110,4 +110,10 @@ def test_double_click_reopens_an_optimiser_run_and_a_study(qtbot, window, stored
     assert any("10" in c for c in cells) and any("12" in c for c in cells)
     assert sv.status_label.text().startswith("Stored study 'trcd'")
     assert sv.name_edit.text() == "trcd" and sv.study_key() == "timing"
+    # and its plot: one bar per point, the step time the table shows
+    labels, values = sv.plot_values()
+    assert len(labels) == 2 and len(sv.bars.opts["height"]) == 2
+    stored_pts = window.project.study_results("trcd")
+    want = sorted(r["metrics"]["step_time_ns"] for r in stored_pts.values())
+    assert sorted(values) == pytest.approx(want)
     assert not window.errors, window.errors

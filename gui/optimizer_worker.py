@@ -116,8 +116,9 @@ def progress_dict(p: Any) -> dict[str, Any]:
 def final_point(method: str, history: list[dict[str, Any]], evaluations: int, wall_s: float,
                 schedule: dict[str, Any]) -> dict[str, Any] | None:
     """The curves' last point: the evaluations the run counted in all (a method's final phase,
-    e.g. FADiff's polish, evaluates candidates without a progress report) and the EDP of the
-    schedule it returned; None when the last report already has that count."""
+    e.g. FADiff's polish, evaluates candidates without a progress report) and the best valid
+    EDP including the schedule it returned (the "current" curve has no value there); None
+    when the last report already has that count."""
     last = history[-1]["evaluations"] if history else 0
     if evaluations <= last:
         return None
@@ -127,7 +128,7 @@ def final_point(method: str, history: list[dict[str, Any]], evaluations: int, wa
     best_edp = min(best + ([edp] if valid else [])) if (best or valid) else math.nan
     return {"method": method, "step": (history[-1]["step"] + 1) if history else 1,
             "evaluations": int(evaluations), "elapsed_s": float(wall_s), "loss": math.nan,
-            "edp": edp, "best_edp": best_edp, "tau": math.nan, "violation": math.nan,
+            "edp": math.nan, "best_edp": best_edp, "tau": math.nan, "violation": math.nan,
             "fused": math.nan}
 
 

@@ -523,8 +523,9 @@ class OptimizerView(QWidget):
         self._end()
         self.progress_bar.setValue(1000)
         best = min(outcomes, key=lambda o: o.edp) if outcomes else None
+        from gui.units import fmt
         self.status_label.setText(
-            "Done" + (f": best EDP {best.edp:.4g} pJ·cycles ({best.method})" if best else ""))
+            "Done" + (f": best EDP {fmt(best.edp, 'pJ·cyc')} ({best.method})" if best else ""))
         self.run_finished.emit(outcomes)
 
     def _on_failed(self, message: str, details: str) -> None:
@@ -680,14 +681,25 @@ class OptimizerView(QWidget):
         for key in ("loss", "edp", "best_edp"):
             y = _finite([p[key] for p in pts])
             y[y <= 0] = np.nan                    # log axes
+            if key == "best_edp" and x.size > 1:
+                # best so far is a staircase: it holds until the next improvement
+                ok = np.isfinite(y)
+                xs, ys = x[ok], y[ok]
+                if xs.size > 1:
+                    self.curves[key].setData(np.repeat(xs, 2)[1:], np.repeat(ys, 2)[:-1])
+                    continue
             self.curves[key].setData(x, y, connect="finite")
         for key in ("tau", "violation"):
             self.curves[key].setData(x, _finite([p[key] for p in pts]), connect="finite")
 
     def curve_points(self, key: str) -> int:
-        """Finite points drawn on curve ``key`` (loss, edp, best_edp, tau, violation)."""
+        """Finite points (progress reports) drawn on curve ``key`` (loss, edp, best_edp, tau,
+        violation); the best-EDP staircase counts its reports, not its corners."""
         _x, y = self.curves[key].getData()
-        return 0 if y is None else int(np.isfinite(y).sum())
+        if y is None:
+            return 0
+        n = int(np.isfinite(y).sum())
+        return (n + 1) // 2 if key == "best_edp" and n > 1 else n
 
     # ---------------------------------------------------------------- co-simulation
     def start_cosim(self, memory: str | None = None) -> bool:

@@ -77,7 +77,14 @@ def test_record_a_window_and_read_its_commands(qtbot, window, tmp_path) -> None:
     # status line: what was drawn
     assert tv.status_label.text().startswith(f"{len(want)} commands from 2.000 µs")
     # linked to the epoch plots' time axis
-    assert tv.plot.getViewBox().linkedView(0) is sv.plots["bandwidth"].getViewBox()
+    assert tv.linked_plot() is sv.plots["bandwidth"]
+    bx0, bx1 = sv.plots["bandwidth"].getViewBox().viewRange()[0]
+    assert (bx0, bx1) == pytest.approx((x0, x1))                 # the same time range
+    sv.plots["bandwidth"].setXRange(3e-6, 5e-6, padding=0)       # zoom the epoch plot
+    assert tv.plot.getViewBox().viewRange()[0] == pytest.approx([3e-6, 5e-6])
+    tv.link_check.setChecked(False)
+    sv.plots["bandwidth"].setXRange(0, 50e-6, padding=0)
+    assert tv.plot.getViewBox().viewRange()[0] == pytest.approx([3e-6, 5e-6])
 
 
 def test_empty_timeline_has_plain_axes(window) -> None:

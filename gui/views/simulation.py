@@ -308,9 +308,10 @@ class SimulationView(QWidget):
         for name, p in self.plots.items():
             p.getAxis("left").setWidth(62 if name == "energy" else
                                        (90 if name == "heatmap" else 48))
-        # the epoch plots share one time axis: zooming one zooms the others
+        # the hit-rate and bandwidth plots share one time axis (same width, side by side);
+        # the heatmap spans both columns, and pyqtgraph lines up overlapping linked views on
+        # screen, so it keeps its own
         self.plots["hit_rate"].setXLink(self.plots["bandwidth"])
-        self.plots["heatmap"].setXLink(self.plots["bandwidth"])
         self._tck = math.nan                # ns per cycle of the run on the plots
         self._set_empty_ranges()
 
@@ -373,13 +374,13 @@ class SimulationView(QWidget):
         self._fit_bandwidth_axis()
 
     def _fit_bandwidth_axis(self) -> None:
-        """y from 0 to the larger of the peak and the highest curve (5 % headroom)."""
+        """y from 0 to the larger of the peak and the highest curve (15 % headroom)."""
         top = self.peak_GBps if math.isfinite(self.peak_GBps) else 0.0
         for item in self.plots["bandwidth"].listDataItems():
             _x, y = item.getData()
             if y is not None and len(y) and np.isfinite(y).any():
                 top = max(top, float(np.nanmax(y)))
-        self.plots["bandwidth"].setYRange(0.0, max(top, 1e-3) * 1.05, padding=0)
+        self.plots["bandwidth"].setYRange(0.0, max(top, 1e-3) * 1.15, padding=0)   # room for the peak label
 
     def _build_compare(self) -> None:
         box = QGroupBox("Compare with stored runs")

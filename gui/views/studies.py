@@ -546,9 +546,14 @@ class StudiesView(QWidget):
         for rec in self.records:
             if rec.get("status") != "ok" or key not in rec.get("metrics", {}):
                 continue
-            labels.append(f"{rec.get('label', '')} {point_text(rec.get('tags', {}))}".strip())
+            tags = rec.get("tags", {})
+            short = (f"{tags['param']}={tags['value']}" if "param" in tags and "value" in tags
+                     else point_text(tags))
+            labels.append((str(rec.get("label", "")), short))
             values.append(float(rec["metrics"][key]))
-        return labels, values
+        if len({w for w, _p in labels}) > 1:        # workload names only when they differ
+            return [f"{w} {p}" for w, p in labels], values
+        return [p for _w, p in labels], values
 
     def _draw_plot(self) -> None:
         """The chosen metric of every finished point as bars (one per point, in order)."""

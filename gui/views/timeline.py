@@ -277,8 +277,40 @@ class TimelineView(QWidget):
                 self.plot_widget.mapFromScene(scene_pos)), text, self.plot_widget)
 
     def link_x(self, plot: pg.PlotItem | None) -> None:
-        """Share the x axis (time) with another plot, e.g. the epoch plots."""
-        self.plot.setXLink(plot)
+        """Share the x axis (time) with another plot, e.g. the epoch plots: the same range
+        in both, whichever is zoomed (not pyqtgraph's setXLink, which lines views up by their
+        position on screen, and these sit in different tabs)."""
+        old = getattr(self, "_linked", None)
+        if old is not None:
+            old.getViewBox().sigXRangeChanged.disconnect(self._follow_other)
+            self.plot.getViewBox().sigXRangeChanged.disconnect(self._lead_other)
+        self._linked = plot
+        if plot is not None:
+            plot.getViewBox().sigXRangeChanged.connect(self._follow_other)
+            self.plot.getViewBox().sigXRangeChanged.connect(self._lead_other)
+            self._lead_other(self.plot.getViewBox(), None)
+
+    def linked_plot(self) -> pg.PlotItem | None:
+        return getattr(self, "_linked", None)
+
+    def _follow_other(self, vb: Any, _range: Any) -> None:
+        if getattr(self, "_syncing", False):
+            return
+        self._syncing = True
+        try:
+            self.plot.setXRange(*vb.viewRange()[0], padding=0)
+        finally:
+            self._syncing = False
+
+    def _lead_other(self, vb: Any, _range: Any) -> None:
+        other = getattr(self, "_linked", None)
+        if other is None or getattr(self, "_syncing", False):
+            return
+        self._syncing = True
+        try:
+            other.setXRange(*vb.viewRange()[0], padding=0)
+        finally:
+            self._syncing = False
 
     def set_link_target(self, plot: pg.PlotItem) -> None:
         """The epoch plot to follow while "Link time axis" is ticked (linked after each
@@ -354,10 +386,7 @@ class TimelineView(QWidget):
         cmds.sort(key=lambda c: c.cycle)
         n = self.set_commands(cmds, cfg, window)
         if self.link_check.isChecked() and self._link_target is not None:
-            self.link_x(self._link_target)
-            # both show the window (linking first copied the epoch plot's range)
-            self.plot.setXRange(float(self.seconds(window[0])),
-                                float(self.seconds(window[1])), padding=0.01)
+            self.link_x(self._link_target)          # the epoch plots zoom to the window
         self.recorded.emit(n)
 
     def _on_failed(self, message: str, details: str) -> None:

@@ -403,6 +403,7 @@ class MainWindow(QMainWindow):
         self.project_tree.set_project(project)
         self.simulation_view.set_project(project)
         self._load_stored_optimizer_runs(project)
+        self.optimizer_view.refresh_memories(project)
         self._update_title()
 
     def _load_stored_optimizer_runs(self, project: Any) -> None:
@@ -624,6 +625,7 @@ class MainWindow(QMainWindow):
         self.project_tree.refresh()
         self.simulation_view.refresh_configs()
         self.simulation_view.select_config(name)
+        self.optimizer_view.refresh_memories(project)
         self.statusBar().showMessage(f"Configuration '{name}' stored in the project", 5000)
         self._update_title()
         return True

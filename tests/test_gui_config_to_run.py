@@ -57,6 +57,15 @@ def test_edited_config_saved_by_name_is_used_by_a_run(qtbot, window, monkeypatch
     assert offered[0] == "hbm2-slow" and "DDR4-3200" in offered
     assert view.config_combo.currentText() == "hbm2-slow"          # selected for the next run
     assert "hbm2-slow" in window.project_tree.names("config")
+    # the optimiser's co-simulation can use it too (written as a TOML preset, channels set)
+    ov = window.optimizer_view
+    assert ov.memory_combo.itemText(0) == "hbm2-slow"
+    ov.memory_combo.setCurrentText("hbm2-slow")
+    ov.channels_combo.setCurrentText("2")
+    spec = ov.memory_spec()
+    assert spec.endswith(".toml")
+    cosim_cfg = load_config(spec)
+    assert cosim_cfg.tRCD == base + 5 and cosim_cfg.channels == 2
     view.trace_edit.setText(str(DEMO))
     view.epoch_spin.setValue(5000)
     with qtbot.waitSignal(view.run_finished, timeout=240_000):

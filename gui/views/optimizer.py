@@ -378,11 +378,50 @@ class OptimizerView(QWidget):
             cpu_seconds=float(amount) if kind == "CPU seconds" else None,
             seed=int(self.seed_spin.value()))
 
+    def refresh_memories(self, project: Any | None) -> None:
+        """The co-simulation's Memory list: the open project's configurations (the editor's
+        saved ones, .ini imports), then the presets."""
+        self._project = project
+        combo = self.memory_combo
+        current = combo.currentText()
+        combo.blockSignals(True)
+        combo.clear()
+        names: list[str] = []
+        if project is not None and not getattr(project, "closed", False):
+            try:
+                names = list(project.configs())
+            except Exception:  # noqa: BLE001 - a broken project offers only the presets
+                names = []
+        for n in names:
+            combo.addItem(n, ("project", n))
+        for n in _presets():
+            if n not in names:
+                combo.addItem(n, ("preset", n))
+        i = combo.findText(current)
+        combo.setCurrentIndex(i if i >= 0 else max(0, combo.findText("DDR4-3200")))
+        combo.blockSignals(False)
+
     def memory_spec(self) -> str:
-        """The memory for a co-simulation: a preset, with ``-<n>ch`` when channels are set."""
+        """The memory for a co-simulation: a preset, with ``-<n>ch`` when channels are set, or
+        a project configuration written to a temporary TOML preset (channels applied)."""
         ch = self.channels_combo.currentText()
         name = self.memory_combo.currentText()
-        return name if ch == "preset" else f"{name}-{ch}ch"
+        kind = (self.memory_combo.currentData() or ("preset", name))[0]
+        if kind != "project" or getattr(self, "_project", None) is None:
+            return name if ch == "preset" else f"{name}-{ch}ch"
+        import re
+        import tempfile
+
+        from engine.config import save_preset
+        cfg = self._project.get_config(name)
+        if ch != "preset":
+            cfg = cfg.replace(channels=int(ch))
+        if getattr(self, "_tmp_presets", None) is None:
+            self._tmp_presets = tempfile.TemporaryDirectory(prefix="diffmem-cosim-")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "config"
+        path = Path(self._tmp_presets.name) / f"{safe}-{ch}.toml"
+        save_preset(cfg, path, header=f"project configuration '{name}'")
+        return str(path)
 
     # ---------------------------------------------------------------- runs
     def is_running(self) -> bool:

@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
         self.optimizer_view.setObjectName("optimizerView")
         self.add_view(self.optimizer_view, "Optimiser")
         self.optimizer_view.result_added.connect(self._on_optimizer_result)
+        self.optimizer_view.cosim_finished.connect(self._on_cosim_finished)
         from gui.views.studies import StudiesView   # engine.studies: numpy; no kernels
         self.studies_view = StudiesView(self, project=lambda: self.project)
         self.add_view(self.studies_view, "Studies")
@@ -629,6 +630,30 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Configuration '{name}' stored in the project", 5000)
         self._update_title()
         return True
+
+    def _on_cosim_finished(self, payload: dict) -> None:
+        """Keep a finished co-simulation with its optimiser run in the open project (the run
+        is written again with the co-simulation in its settings; same name)."""
+        project = self.project
+        outcome = self.optimizer_view.shown
+        rid = getattr(outcome, "run_id", None)
+        if project is None or getattr(project, "readonly", False) or rid is None \
+                or rid not in project.optimizer_runs():
+            return
+        from gui.cosim_process import storable_payload
+        try:
+            data = project.load_optimizer_run(rid)
+            settings = dict(data.get("settings", {}))
+            settings["cosim"] = storable_payload(payload)
+            history = [dict(zip(data["history"], vals))
+                       for vals in zip(*data["history"].values())] if data["history"] else []
+            project.delete("optimizer_run", rid)
+            project.add_optimizer_run(rid, settings, data["schedule"], history)
+        except Exception as exc:  # noqa: BLE001 - the co-simulation stays on screen
+            self._show_error(f"Cannot store the co-simulation with '{rid}': {exc}")
+            return
+        self.project_tree.refresh()
+        self._update_title()
 
     def _on_run_finished(self, stats: Any) -> None:
         """Store a finished simulation in the open project (config, trace, run)."""

@@ -74,6 +74,7 @@ class OptimizerOutcome:
     hw: Any = None                           # optimizer.hardware.GemminiHardware
     mapping: Any = None                      # optimizer.mapping.Schedule
     stopped_early: bool = False              # the user cancelled: the best schedule so far
+    cosim_payload: dict[str, Any] | None = None   # its last co-simulation (shown with it)
     run_id: str | None = None                # its name in the project, once stored
 
     @property

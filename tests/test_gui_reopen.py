@@ -97,6 +97,35 @@ def test_optimiser_tab_lists_stored_runs_after_a_restart(window, stored) -> None
     assert not window.errors
 
 
+def test_cosimulation_is_kept_with_its_run_and_reopens(qtbot, window, stored, monkeypatch,
+                                                       tmp_path) -> None:
+    """Co-simulate a reopened run: the panels fill, the project keeps it, and after closing
+    and opening the project again the panels come back without simulating."""
+    ov = window.optimizer_view
+    ov.memory_combo.setCurrentText("DDR4-3200")
+    with qtbot.waitSignal(ov.cosim_finished, timeout=240_000):
+        assert ov.start_cosim()
+    assert not window.errors, window.errors
+    layers = len(ov.cosim_layers())
+    assert layers == 2 and ov.bank_image.image is not None
+    settings = window.project.load_optimizer_run("random tiny2 on large #1")["settings"]
+    assert settings["cosim"]["memory"] == ov.cosim["memory"]
+    assert window.save_project()
+    path = window.project.path
+    window.close_project(ask=False)
+    assert window.optimizer_view.results_table.rowCount() == 0
+    monkeypatch.setattr(window, "_ask_open_path", lambda: str(path))
+    window.open_project_action.trigger()
+    ov = window.optimizer_view
+    assert ov.results_table.rowCount() == 1 and ov.cosim is not None   # nothing re-simulated
+    assert len(ov.cosim_layers()) == layers
+    n = len(ov.cosim_layers())
+    assert len(ov.dram_bars["engine service"].opts["x0"]) == n
+    assert ov.bank_image.image is not None and ov.bank_image.image.sum() > 0
+    rows = ov.plot_data("banks")[1]
+    assert rows and all(r[3] + r[4] > 0 for r in rows)
+
+
 def test_double_click_reopens_an_optimiser_run_and_a_study(qtbot, window, stored) -> None:
     window.show_view(window.simulation_view)
     _double_click(qtbot, window, "optimizer_run", "random tiny2 on large #1")

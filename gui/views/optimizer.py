@@ -642,6 +642,9 @@ class OptimizerView(QWidget):
                                history, float(st.get("wall_s", 0.0) or 0.0),
                                int(st.get("evaluations", sched.get("evaluations", 0)) or 0))
         out.run_id = data.get("run_id")
+        if isinstance(st.get("cosim"), dict):
+            from gui.cosim_process import payload_from_stored
+            out.cosim_payload = payload_from_stored(st["cosim"])
         return out
 
     def show_stored(self, data: dict[str, Any], select: bool = True) -> OptimizerOutcome:
@@ -700,6 +703,8 @@ class OptimizerView(QWidget):
         self.shown = outcome
         self.gantt.set_schedule(outcome.schedule)
         self._clear_cosim()
+        if outcome.cosim_payload is not None:        # its last co-simulation, kept with it
+            self.show_cosim(outcome.cosim_payload)
         if self._run is None:
             self.points = list(outcome.history)
             self._draw_curves()
@@ -772,7 +777,10 @@ class OptimizerView(QWidget):
         return True
 
     def _on_cosim_finished(self, payload: dict) -> None:
+        shown = self.shown
         self._end()
+        if shown is not None:
+            shown.cosim_payload = payload
         self.show_cosim(payload)
         cs = payload["cosim"]
         self.status_label.setText(

@@ -7,7 +7,8 @@ size, on a real (virtual) X screen: what the README shows (docs/screenshots/).
 Writes ``<out>/<theme>-<W>x<H>-<tab>.png`` (default out: docs/screenshots).  What each shows:
 the demo project with the demo trace simulated live on DDR4-3200 and the stored HBM2 run
 overlaid (Simulation, Energy), the commands of its first 4 µs (Command timeline), a short
-FADiff search of a 2-layer network with its Gantt chart (Optimiser), and a 2-point tRCD
+FADiff search of a 2-layer network with its Gantt chart and its co-simulation on
+DDR4-3200 (Optimiser), and a 2-point tRCD
 study of a tiny synthetic training step (Studies).  tests/test_gui_screenshot.py runs it.
 """
 from __future__ import annotations
@@ -99,6 +100,10 @@ def main() -> int:
     ov.budget_kind.setCurrentText("evaluations")
     ov.budget_spin.setValue(60)
     ov.start()
+    if not _spin(app, lambda: not ov.is_running(), 600):
+        return 1
+    ov.memory_combo.setCurrentText("DDR4-3200")
+    ov.start_cosim()                              # the DRAM panels under the Gantt chart
     if not _spin(app, lambda: not ov.is_running(), 600):
         return 1
     st = window.studies_view

@@ -783,9 +783,10 @@ class OptimizerView(QWidget):
             shown.cosim_payload = payload
         self.show_cosim(payload)
         cs = payload["cosim"]
+        from gui.units import fmt
         self.status_label.setText(
-            f"Co-simulated on {payload['memory']}: engine EDP {cs['engine_edp']:.4g} vs model "
-            f"{cs['model_edp']:.4g} pJ·cycles")
+            f"Co-simulated on {payload['memory']}: engine EDP {fmt(cs['engine_edp'], 'pJ·cyc')}"
+            f" vs model {fmt(cs['model_edp'], 'pJ·cyc')}")
         self.cosim_finished.emit(payload)
 
     def _on_cosim_failed(self, message: str, details: str) -> None:

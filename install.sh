@@ -107,7 +107,14 @@ else
     printf '%s\n' "$want" > "$stamp"
 fi
 
-# ---- 4. demo -------------------------------------------------------------------------------
+# ---- 4. numba kernels ----------------------------------------------------------------------
+# Compiled once here (into engine/__pycache__), so the first simulation in the window, from
+# any home folder, starts at once instead of waiting ~1 min for numba.  Cached kernels load in
+# ~2 s, so a re-run costs little; the test suite reuses the same cache.
+say "numba kernels: compiling (first install: about a minute)"
+"$PY" packaging/warm_kernels.py
+
+# ---- 5. demo -------------------------------------------------------------------------------
 if [[ $run_demo == 1 ]]; then
     say "demo: $PY main.py demo"
     "$PY" main.py demo

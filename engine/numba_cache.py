@@ -70,6 +70,40 @@ def _fallback_root() -> Path:
     return Path(tempfile.gettempdir()) / f"diffmem-numba-{user}"
 
 
+#: Folder of the bundle (next to its Python modules) holding the kernels compiled when the
+#: bundle was built (packaging/build.sh): copied into a user's empty cache on first use.
+SEED_DIR_NAME = "numba-seed"
+
+
+def seed_cache(root: Path, seed_parent: Path | None = None) -> bool:
+    """Fill an empty per-user cache folder ``root`` from the kernels the bundle ships
+    (``<bundle>/_internal/numba-seed/<version>-<key>/``: built at packaging time, for the
+    build machine's CPU family); True when files were copied.  numba checks each cached
+    kernel against the executable's stamp and the CPU it runs on, and compiles again where
+    they differ, so a seed that does not fit costs nothing but the copy."""
+    import shutil
+    if seed_parent is None:
+        base = getattr(sys, "_MEIPASS", None)
+        if base is None:
+            return False
+        seed_parent = Path(base) / SEED_DIR_NAME
+    try:
+        if root.is_dir() and any(root.rglob("*.nbi")):
+            return False                     # the user's cache is already there
+        seeds = sorted(p for p in seed_parent.glob(f"{APP_VERSION}-*") if p.is_dir())
+    except OSError:
+        return False
+    if not seeds:
+        return False
+    try:
+        shutil.copytree(seeds[0], root, dirs_exist_ok=True)
+    except OSError as exc:
+        log.debug("cannot seed the numba cache %s: %s", root, exc)
+        return False
+    log.info("numba cache %s seeded from the bundle's %s", root, seeds[0])
+    return True
+
+
 class FrozenCacheLocator(_CacheLocator):
     """numba cache locator for functions of a frozen (PyInstaller) application."""
 
@@ -97,6 +131,7 @@ class FrozenCacheLocator(_CacheLocator):
         if not is_frozen():
             return None                     # a source checkout: numba's locators apply
         for root in (cache_root(), _fallback_root()):
+            seed_cache(root)
             self = cls(py_func, py_file, root)
             try:
                 self.ensure_cache_path()

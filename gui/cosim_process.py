@@ -78,6 +78,48 @@ def cosim_payload(net: Any, sched: Any, hw: Any, memory_spec: str, layout: str =
             "banks_per_channel": int(memory.ranks) * int(memory.banks)}
 
 
+#: A stored co-simulation keeps at most this many per-bank cells (reads + writes): time bins
+#: are merged to fit, so the record stays a small project attribute.
+MAX_STORED_CELLS = 6000
+
+
+def storable_payload(payload: dict[str, Any], max_cells: int = MAX_STORED_CELLS
+                     ) -> dict[str, Any]:
+    """A co-simulation payload as plain JSON data for the project (with the optimiser run):
+    the per-layer records as they are, the per-bank histograms with neighbouring time bins
+    summed until reads + writes fit in ``max_cells`` numbers."""
+    banks = payload["banks"]
+    reads = np.asarray(banks["reads"], dtype=np.int64)
+    writes = np.asarray(banks["writes"], dtype=np.int64)
+    edges = np.asarray(banks["edges"], dtype=np.float64)
+    n, bins = reads.shape if reads.ndim == 2 else (0, 0)
+    merge = 1
+    while n and 2 * n * -(-bins // merge) > max_cells and merge < bins:
+        merge *= 2
+    if merge > 1:
+        pad = (-bins) % merge
+        reads = np.pad(reads, ((0, 0), (0, pad))).reshape(n, -1, merge).sum(axis=2)
+        writes = np.pad(writes, ((0, 0), (0, pad))).reshape(n, -1, merge).sum(axis=2)
+        edges = np.append(edges[:-1:merge], edges[-1])
+    out = {k: v for k, v in payload.items() if k != "banks"}
+    out["banks"] = {"edges": edges.tolist(), "reads": reads.tolist(),
+                    "writes": writes.tolist()}
+    return out
+
+
+def payload_from_stored(data: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`storable_payload`: numpy arrays again, ``counts`` rebuilt."""
+    out = dict(data)
+    b = data.get("banks", {})
+    reads = np.asarray(b.get("reads", []), dtype=np.int64)
+    writes = np.asarray(b.get("writes", []), dtype=np.int64)
+    if reads.ndim != 2:
+        reads = writes = np.zeros((0, 0), dtype=np.int64)
+    out["banks"] = {"edges": np.asarray(b.get("edges", []), dtype=np.float64),
+                    "reads": reads, "writes": writes, "counts": reads + writes}
+    return out
+
+
 def cosim_in_child(net: Any, sched: Any, hw: Any, memory_spec: str, layout: str,
                    placement: str, bins: int, conn: Any) -> None:
     """Entry point of the child process."""

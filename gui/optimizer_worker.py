@@ -54,6 +54,7 @@ class OptimizerJob:
     evaluations: int | None = 1000
     seconds: float | None = None
     seed: int = 0
+    cpu_seconds: float | None = None        # optimizer.search.Budget.cpu_seconds
 
 
 @dataclass
@@ -72,6 +73,9 @@ class OptimizerOutcome:
     net: Any = None                          # optimizer.workload.Network
     hw: Any = None                           # optimizer.hardware.GemminiHardware
     mapping: Any = None                      # optimizer.mapping.Schedule
+    stopped_early: bool = False              # the user cancelled: the best schedule so far
+    cosim_payload: dict[str, Any] | None = None   # its last co-simulation (shown with it)
+    run_id: str | None = None                # its name in the project, once stored
 
     @property
     def edp(self) -> float:
@@ -110,6 +114,25 @@ def progress_dict(p: Any) -> dict[str, Any]:
             "violation": float(p.violation), "fused": float(p.fused)}
 
 
+def final_point(method: str, history: list[dict[str, Any]], evaluations: int, wall_s: float,
+                schedule: dict[str, Any]) -> dict[str, Any] | None:
+    """The curves' last point: the evaluations the run counted in all (a method's final phase,
+    e.g. FADiff's polish, evaluates candidates without a progress report) and the best valid
+    EDP including the schedule it returned (the "current" curve has no value there); None
+    when the last report already has that count."""
+    last = history[-1]["evaluations"] if history else 0
+    if evaluations <= last:
+        return None
+    edp = float(schedule.get("edp", math.nan))
+    valid = bool(schedule.get("valid", False))
+    best = [h["best_edp"] for h in history if math.isfinite(h.get("best_edp", math.nan))]
+    best_edp = min(best + ([edp] if valid else [])) if (best or valid) else math.nan
+    return {"method": method, "step": (history[-1]["step"] + 1) if history else 1,
+            "evaluations": int(evaluations), "elapsed_s": float(wall_s), "loss": math.nan,
+            "edp": math.nan, "best_edp": best_edp, "tau": math.nan, "violation": math.nan,
+            "fused": math.nan}
+
+
 class OptimizerWorker(QObject):
     """Runs the job's methods in the thread it was moved to (signals from that thread)."""
 
@@ -121,13 +144,25 @@ class OptimizerWorker(QObject):
         super().__init__()
         self.job = job
         self._cancel = threading.Event()
+        self._stop = threading.Event()
+        self._budget: Any = None
         self._pending: list[dict[str, Any]] = []
         self._last_emit = 0.0
         # ("finished", [outcomes]) | ("failed", (msg, tb)) | ("cancelled", [outcomes so far])
         self.box: dict[str, Any] = {}
 
     def cancel(self) -> None:
+        """Stop at once; the method running loses its result (window closing)."""
         self._cancel.set()
+
+    def stop(self) -> None:
+        """Stop soon and keep the best schedule so far: the method's budget is spent now
+        (every limit set to its smallest value), so it ends as when its budget runs out, with
+        its best candidate repaired and scored; no further method starts."""
+        self._stop.set()
+        b = self._budget
+        if b is not None:
+            b.evaluations, b.seconds, b.cpu_seconds = 1, 1e-9, 1e-9
 
     def is_cancelled(self) -> bool:
         return self._cancel.is_set()
@@ -155,8 +190,12 @@ class OptimizerWorker(QObject):
             from optimizer.errors import OptimizationCancelled
             if isinstance(exc, OptimizationCancelled) or self._cancel.is_set():
                 outcome = ("cancelled", done)
+            elif self._stop.is_set() and done:
+                outcome = ("cancelled", done)
             else:
                 outcome = ("failed", (str(exc) or type(exc).__name__, traceback.format_exc()))
+        if outcome[0] == "finished" and self._stop.is_set():
+            outcome = ("cancelled", done)        # stopped by the user, best kept
         self._flush()
         self.box["outcome"] = outcome
         self.ended.emit()
@@ -172,19 +211,32 @@ class OptimizerWorker(QObject):
         job = self.job
         net = load_network(job.network)
         hw = load_hardware(job.hardware)
-        budget = Budget(evaluations=job.evaluations, seconds=job.seconds)
         for m in job.methods:
             get_method(m)                    # an unknown method fails before any run
         for m in job.methods:
             if self._cancel.is_set():
                 raise OptimizationCancelled("cancelled between methods")
+            if self._stop.is_set():
+                break
+            # one Budget per method: stop() spends the running method's budget
+            budget = Budget(evaluations=job.evaluations, seconds=job.seconds,
+                            cpu_seconds=job.cpu_seconds)
+            self._budget = budget
+            if self._stop.is_set():          # stop() came while the budget was being made
+                budget.evaluations, budget.seconds, budget.cpu_seconds = 1, 1e-9, 1e-9
             res, space = optimize(net, hw, m, budget, job.seed, self._on_progress,
                                   self._cancel.is_set)
+            self._budget = None
             self._flush()
             sched = schedule_json(res, space)
-            out = OptimizerOutcome(m, job.seed, net.name, hw.name, sched,
-                                   [progress_dict(p) for p in res.history], res.wall_s,
-                                   res.evaluations, net, hw, res.schedule)
+            history = [progress_dict(p) for p in res.history]
+            final = final_point(m, history, res.evaluations, res.wall_s, sched)
+            if final is not None:
+                history.append(final)
+                self.progress.emit([final])
+            out = OptimizerOutcome(m, job.seed, net.name, hw.name, sched, history, res.wall_s,
+                                   res.evaluations, net, hw, res.schedule,
+                                   stopped_early=self._stop.is_set())
             done.append(out)
             self.result.emit(out)
         return done
@@ -203,6 +255,13 @@ class OptimizerRun(ThreadedRun):
         self.job = job
         super().__init__(OptimizerWorker(job), "OptimizerThread", parent)
         self.worker.result.connect(self.result)
+        self.stop_requested_at: float | None = None
+
+    def stop(self) -> None:
+        """End the search soon, keeping the best schedule so far (thread-safe)."""
+        if self.stop_requested_at is None:
+            self.stop_requested_at = time.monotonic()
+        self.worker.stop()
 
 
 def start_optimization(job: OptimizerJob, parent: QObject | None = None) -> OptimizerRun:

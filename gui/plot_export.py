@@ -23,7 +23,19 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from engine.fileio import atomic_write_text
 
 FORMATS = ("png", "svg", "csv")
-BACKGROUND = "black"
+BACKGROUND = "black"       # the dark theme's; exports use gui.theme.export_theme() (light)
+
+
+def _export_theme(theme: str | None) -> str | None:
+    """The theme an export is drawn in: ``theme``, else the user's export theme (light)."""
+    from gui import theme as T
+    name = T.export_theme() if theme is None else theme
+    return None if name == "shown" else name
+
+
+def _background(theme: str | None) -> QColor:
+    from gui import theme as T
+    return QColor(T.get(theme).background if theme else T.get(T.CURRENT[0]).background)
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
@@ -46,18 +58,24 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
-def render_png(scene: Any, source: QRectF, path: str | Path, scale: float = 2.0) -> Path:
-    """Paint ``source`` (scene coordinates) into a PNG ``scale`` times its size."""
+def render_png(scene: Any, source: QRectF, path: str | Path, scale: float = 2.0,
+               theme: str | None = None) -> Path:
+    """Paint ``source`` (scene coordinates) into a PNG ``scale`` times its size, in the
+    export theme (``theme``: "light", "dark", "shown"; default the user's choice, light)."""
+    from gui.theme import plot_theme
+
+    theme = _export_theme(theme)
     w = max(1, int(round(source.width() * scale)))
     h = max(1, int(round(source.height() * scale)))
     image = QImage(w, h, QImage.Format.Format_ARGB32)
-    image.fill(QColor(BACKGROUND))
-    painter = QPainter(image)
-    try:
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        scene.render(painter, QRectF(0, 0, w, h), source)
-    finally:
-        painter.end()
+    image.fill(_background(theme))
+    with plot_theme(scene, theme):
+        painter = QPainter(image)
+        try:
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            scene.render(painter, QRectF(0, 0, w, h), source)
+        finally:
+            painter.end()
 
     def write(tmp: Path) -> None:
         if not image.save(str(tmp), "PNG"):
@@ -65,9 +83,15 @@ def render_png(scene: Any, source: QRectF, path: str | Path, scale: float = 2.0)
     return _atomic(Path(path), write)
 
 
-def render_svg(scene: Any, source: QRectF, path: str | Path, title: str = "") -> Path:
-    """Paint ``source`` (scene coordinates) into an SVG file of the same size."""
+def render_svg(scene: Any, source: QRectF, path: str | Path, title: str = "",
+               theme: str | None = None) -> Path:
+    """Paint ``source`` (scene coordinates) into an SVG file of the same size (export theme
+    as in :func:`render_png`)."""
     from PySide6.QtSvg import QSvgGenerator
+
+    from gui.theme import plot_theme
+
+    theme = _export_theme(theme)
 
     w = max(1, int(round(source.width())))
     h = max(1, int(round(source.height())))
@@ -83,8 +107,9 @@ def render_svg(scene: Any, source: QRectF, path: str | Path, title: str = "") ->
         if not painter.begin(gen):
             raise OSError(f"{path}: could not start the SVG")
         try:
-            painter.fillRect(QRectF(0, 0, w, h), QColor(BACKGROUND))
-            scene.render(painter, QRectF(0, 0, w, h), source)
+            painter.fillRect(QRectF(0, 0, w, h), _background(theme))
+            with plot_theme(scene, theme):
+                scene.render(painter, QRectF(0, 0, w, h), source)
         finally:
             painter.end()
         if tmp.stat().st_size == 0:

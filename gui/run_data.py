@@ -2,7 +2,7 @@
 
     rec = RunRecord.from_stats(stats, "DDR4-3200 · demo")        # a run that just finished
     rec = RunRecord.from_project(project, "run-20261130-...")    # a stored run, no re-simulation
-    key_figures(rec)            # cycles, average read latency, bandwidth, row-hit rate, energy
+    key_figures(rec)            # time, read latency (ns), bandwidth, row hits, energy (core+IO)
 
 No Qt here: plain numpy arrays and dicts, so the views, the comparison table and the tests share
 one reading of ``Stats`` and of the project's ``/runs/<id>`` groups.
@@ -15,13 +15,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-#: Key figures of the comparison table: (summary key, label, unit, scale).
-KEY_FIGURES: tuple[tuple[str, str, str, float], ...] = (
-    ("num_cycles", "Cycles", "", 1.0),
-    ("average_read_latency", "Read latency", "cyc", 1.0),
-    ("average_bandwidth", "Bandwidth", "GB/s", 1.0),
-    ("row_hit_rate", "Row hits", "%", 100.0),
-    ("total_energy", "Energy", "pJ", 1.0),
+#: Key figures of the comparison table: (key, label, unit of the value, comparable across
+#: clocks).  Times are in ns (cycles x that run's tCK), energy is core + IO in pJ: runs on
+#: memories with different clocks compare in time, never in cycles.  "cycles" is listed with
+#: its clock and gets no difference in % when the clocks differ.
+KEY_FIGURES: tuple[tuple[str, str, str, bool], ...] = (
+    ("time_ns", "Time", "ns", True),
+    ("read_latency_ns", "Read latency", "ns", True),
+    ("bandwidth_GBps", "Bandwidth", "GB/s", True),
+    ("row_hit_rate", "Row hits", "%", True),
+    ("energy_pJ", "Energy (core + IO)", "pJ", True),
+    ("io_energy_pJ", "of which IO", "pJ", True),
+    ("cycles", "Cycles", "cyc", False),
 )
 
 
@@ -48,6 +53,7 @@ class RunRecord:
     read_latency_hist: np.ndarray
     per_bank: dict[str, np.ndarray] = field(default_factory=dict)
     run_id: str | None = None            # set for runs read from a project
+    config_name: str | None = None       # the project configuration (stored runs)
 
     @property
     def n_epochs(self) -> int:
@@ -97,7 +103,7 @@ class RunRecord:
                    utilisation=np.clip(util, 0.0, 1.0),
                    read_latency_hist=_floats(data.get("read_latency_hist")),
                    per_bank={k: np.asarray(v) for k, v in data.get("per_bank", {}).items()},
-                   run_id=run_id)
+                   run_id=run_id, config_name=data.get("config_name"))
 
 
 def run_label(data: dict[str, Any]) -> str:
@@ -107,15 +113,37 @@ def run_label(data: dict[str, Any]) -> str:
     return f"{rid} ({' · '.join(parts)})" if parts else rid
 
 
+def _num(summary: dict[str, Any], key: str) -> float:
+    try:
+        return float(summary[key])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
+
+
 def key_figures(rec: RunRecord) -> dict[str, float]:
-    """The comparison table's figures of one run (NaN where the summary lacks one)."""
-    out = {}
-    for key, _label, _unit, scale in KEY_FIGURES:
-        try:
-            out[key] = float(rec.summary[key]) * scale
-        except (KeyError, TypeError, ValueError):
-            out[key] = math.nan
-    return out
+    """The comparison table's figures of one run (NaN where the summary lacks one), in the
+    units of :data:`KEY_FIGURES` (``row_hit_rate`` as a 0..1 fraction), plus ``tCK_ns``."""
+    from gui.units import energy_total_pj
+
+    s = rec.summary
+    tck = _num(s, "tCK_ns")
+    cycles = _num(s, "num_cycles")
+    time_ns = _num(s, "simulated_time_ns")
+    if math.isnan(time_ns):
+        time_ns = cycles * tck
+    lat_ns = _num(s, "average_read_latency_ns")
+    if math.isnan(lat_ns):
+        lat_ns = _num(s, "average_read_latency") * tck
+    return {"time_ns": time_ns, "read_latency_ns": lat_ns,
+            "bandwidth_GBps": _num(s, "average_bandwidth"),
+            "row_hit_rate": _num(s, "row_hit_rate"),
+            "energy_pJ": energy_total_pj(s), "io_energy_pJ": _num(s, "io_energy"),
+            "cycles": cycles, "tCK_ns": tck}
+
+
+def tck_ns(rec: RunRecord) -> float:
+    """The run's clock period in ns (NaN when its summary lacks it)."""
+    return _num(rec.summary, "tCK_ns")
 
 
 def percent_difference(value: float, base: float) -> float:

@@ -10,7 +10,7 @@ are common.
 from __future__ import annotations
 
 import time
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 _ACTIVE: set[QObject] = set()   # runs whose thread has not been joined yet (kept alive here)
 
@@ -40,7 +40,9 @@ class ThreadedRun(QObject):
         self.cancel_requested_at: float | None = None
         self.worker.progress.connect(self.progress)
         self.thread.started.connect(self.worker.run)
-        self.worker.ended.connect(self.thread.quit)
+        # direct: QThread.quit is thread-safe, and a queued quit would wait for the GUI event
+        # loop, which is blocked in thread.wait() while the window closes (a 30 s freeze)
+        self.worker.ended.connect(self.thread.quit, Qt.ConnectionType.DirectConnection)
         self.thread.finished.connect(self._on_thread_finished)
         self.thread.finished.connect(self.worker.deleteLater)
 

@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from gui.sim_process import epoch_dict, simulate_in_child
 
@@ -210,7 +210,9 @@ class SimulationRun(QObject):
         self.worker.epochs.connect(self._on_epochs)
         self.worker.progress.connect(self.progress)
         self.thread.started.connect(self.worker.run)
-        self.worker.ended.connect(self.thread.quit)
+        # direct: QThread.quit is thread-safe, and a queued quit would wait for the GUI event
+        # loop, which is blocked in thread.wait() while the window closes (a 30 s freeze)
+        self.worker.ended.connect(self.thread.quit, Qt.ConnectionType.DirectConnection)
         self.thread.finished.connect(self._on_thread_finished)
         self.thread.finished.connect(self.worker.deleteLater)
 

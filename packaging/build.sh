@@ -87,8 +87,18 @@ cp packaging/install-desktop-entry.sh "$app/install-desktop-entry.sh"
 chmod +x "$app/install-desktop-entry.sh"
 printf '%s\n' "$VERSION" > "$app/VERSION"
 
-# ---- 4. quick check ---------------------------------------------------------------------------
+# ---- 4. quick check, and the kernels shipped compiled -------------------------------------------
 "$app/diffmem" --version
+# compile the numba kernels with the bundle itself into _internal/numba-seed/: a user's first
+# simulation copies them into its empty cache (engine/numba_cache.py, seed_cache) instead of
+# compiling for a minute; they fit CPUs of the build machine's family (numba recompiles
+# otherwise)
+seed_home=$(mktemp -d)
+say "numba kernels: compiling into the bundle"
+HOME="$seed_home" XDG_CACHE_HOME="$seed_home/.cache" XDG_CONFIG_HOME="$seed_home/.config" \
+    NUMBA_CACHE_DIR="$app/_internal/numba-seed" "$app/diffmem" demo --headless > /dev/null
+rm -rf "$seed_home"
+say "numba kernels: $(du -sh "$app/_internal/numba-seed" | cut -f1) shipped"
 say "application: $app/diffmem ($(du -sh "$app" | cut -f1))"
 
 if [[ $keep_work == 0 ]]; then

@@ -127,7 +127,9 @@ def test_random_resnet18_fills_curves_gantt_and_table(qtbot, view) -> None:
     row = {h: t.item(0, c).text() for c, h in enumerate(header)}
     assert row["method"] == "random" and row["seed"] == "3" and row["network"] == "resnet18"
     assert row["evaluations"] == str(outcomes[0].evaluations)
-    assert float(row["EDP (pJ·cycles)"]) == pytest.approx(sched["edp"], rel=1e-3)
+    from gui.units import fmt
+    assert row["EDP"] == fmt(sched["edp"], "pJ·cyc") and row["EDP"].endswith("J·cyc")
+    assert row["energy"] == fmt(sched["energy_pj"], "pJ")
     # hover text of the first unit's compute bar: its tiling, energy, cycles and bound
     u = units[0]
     text = view.gantt.tooltip_at((u["compute"]["start"] + u["compute"]["end"]) / 2, 1.0)
@@ -146,7 +148,8 @@ def test_fadiff_run_shows_temperature_then_exports(qtbot, view, monkeypatch, tin
     _setup(view, "small", "fadiff", 1200)
     outcomes = _run(qtbot, view)
     assert view.errors == []
-    tau = [p["tau"] for p in view.points]
+    # the last point (the run's total evaluations, after the polish) has no temperature
+    tau = [p["tau"] for p in view.points if np.isfinite(p["tau"])]
     assert view.curve_points("tau") == len(tau) > 1
     assert tau[-1] < tau[0]                       # the Gumbel-Softmax temperature anneals
     assert view.curve_points("best_edp") > 0
@@ -206,17 +209,24 @@ def test_compare_all_methods_adds_a_row_each(qtbot, view, monkeypatch, tiny_json
     assert all(float(r[4]) > 0 for r in rows[1:])
 
 
-def test_cancel_mid_run_then_app_stays_usable(qtbot, view, monkeypatch, tiny_json) -> None:
+def test_cancel_mid_run_keeps_the_best_so_far_then_app_stays_usable(qtbot, view, monkeypatch,
+                                                                    tiny_json) -> None:
     view.network_combo.setCurrentText("resnet18")
-    _setup(view, "large", "fadiff", 1_000_000)
+    _setup(view, "large", "random", 1_000_000)
     qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
     assert view.is_running() and not view.run_button.isEnabled()
-    qtbot.waitUntil(lambda: len(view.points) >= 1, timeout=RUN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: len(view.points) >= 2, timeout=RUN_TIMEOUT_MS)
+    assert "of the budget" in view.status_label.text()           # progress in the status
     with qtbot.waitSignal(view.run_cancelled, timeout=RUN_TIMEOUT_MS):
         qtbot.mouseClick(view.cancel_button, Qt.MouseButton.LeftButton)
-    assert view.results_table.rowCount() == 0
+    # the best schedule found so far is kept: a row, its Gantt chart, a Save button
+    assert view.results_table.rowCount() == 1
+    assert view.results_table.item(0, 0).text() == "random (cancelled: best so far)"
+    kept = view.results[0]
+    assert kept.stopped_early and kept.schedule["layers"]
+    assert view.gantt.bar_count("compute") > 0 and view.save_button.isEnabled()
     assert not view.is_running() and view.run_button.isEnabled()
-    assert view.status_label.text().startswith("Cancelled")
+    assert view.status_label.text().startswith("Cancelled: kept the best schedule so far")
     assert view.last_cancel_latency_s is not None
     assert view.errors == []
     qtbot.waitUntil(_no_thread_left, timeout=5000)
@@ -224,7 +234,34 @@ def test_cancel_mid_run_then_app_stays_usable(qtbot, view, monkeypatch, tiny_jso
     _open_network(view, monkeypatch, tiny_json)
     _setup(view, "small", "random", 20)
     _run(qtbot, view)
-    assert view.results_table.rowCount() == 1
+    assert view.results_table.rowCount() == 2
+
+
+def test_cancel_fadiff_keeps_its_best_schedule(qtbot, view, monkeypatch, tiny_json) -> None:
+    view.network_combo.setCurrentText("resnet18")
+    _setup(view, "large", "fadiff", 1_000_000)
+    qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(view.points) >= 1, timeout=RUN_TIMEOUT_MS)
+    with qtbot.waitSignal(view.run_cancelled, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(view.cancel_button, Qt.MouseButton.LeftButton)
+    assert view.results_table.rowCount() == 1 and view.results[0].stopped_early
+    assert view.errors == []
+
+
+def test_evaluations_axis_ends_at_the_count_the_table_shows(qtbot, view, monkeypatch,
+                                                           tiny_json) -> None:
+    """FADiff's polish evaluates candidates without progress reports: the curves' x axis
+    must still end at the run's evaluation count (it ended near 23 for a 1576-count run)."""
+    _open_network(view, monkeypatch, tiny_json)
+    _setup(view, "small", "fadiff", 60)
+    outcomes = _run(qtbot, view)
+    t = view.results_table
+    header = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
+    shown = int(t.item(0, header.index("evaluations")).text())
+    assert shown == outcomes[0].evaluations
+    x, _y = view.curves["best_edp"].getData()
+    assert x[-1] == shown
+    assert view.points[-1]["evaluations"] == shown
 
 
 def test_bad_network_json_shows_error_dialog(qtbot, view, monkeypatch, tmp_path) -> None:

@@ -99,7 +99,7 @@ def test_run_demo_trace_and_export(qtbot, view, tmp_path, monkeypatch) -> None:
         assert p.stat().st_size > 0, p
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     hit_rows = (tmp_path / "hit_rate.csv").read_text().splitlines()
-    assert hit_rows[0] == "cycle,row_hit_rate" and len(hit_rows) == 1 + img.shape[1]
+    assert hit_rows[0] == "time_ns,row_hit_rate_pct" and len(hit_rows) == 1 + img.shape[1]
 
 
 def test_cancel(qtbot, view) -> None:

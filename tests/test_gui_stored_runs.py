@@ -94,8 +94,9 @@ def test_open_stored_run_shows_its_plots(qtbot, window) -> None:
     assert img.shape == (stored["per_bank"]["energy_pJ"].size, n)
     np.testing.assert_allclose(img, np.asarray(ep["bank_utilisation"]).reshape(n, -1).T)
     x, y = view.hit_rate_curve.getData()
-    np.testing.assert_array_equal(x, ep["end"])
-    np.testing.assert_allclose(y, ep["row_hit_rate"])
+    tck = stored["summary"]["tCK_ns"]
+    np.testing.assert_allclose(x, np.asarray(ep["end"]) * tck * 1e-9)    # time axis, s
+    np.testing.assert_allclose(y, 100 * np.asarray(ep["row_hit_rate"]))  # in %
     bx, by = view.bandwidth_curve.getData()
     np.testing.assert_allclose(by, ep["bandwidth_GBps"])
     hx, hy = view.latency_curve.getData()
@@ -150,20 +151,52 @@ def test_comparison_overlay_and_table(qtbot, window, tmp_path) -> None:
     header, rows = view.comparison()
     assert header[2] == "hbm2" and header[3] == "hbm2 diff %"
     ddr = w.project.load_run("ddr4")["summary"]
-    for (key, _label, _unit, scale), row in zip(KEY_FIGURES, rows):
-        a, b = float(ddr[key]) * scale, float(hbm["summary"][key]) * scale
-        assert row[1] == pytest.approx(a) and row[2] == pytest.approx(b)
-        assert row[3] == pytest.approx(100.0 * (b - a) / abs(a))
+    hs = hbm["summary"]
+    # the two memories run on different clocks: time, latency in ns, energy core + IO
+    expect = {
+        "time_ns": (ddr["num_cycles"] * ddr["tCK_ns"], hs["num_cycles"] * hs["tCK_ns"]),
+        "read_latency_ns": (ddr["average_read_latency"] * ddr["tCK_ns"],
+                            hs["average_read_latency"] * hs["tCK_ns"]),
+        "bandwidth_GBps": (ddr["average_bandwidth"], hs["average_bandwidth"]),
+        "row_hit_rate": (100 * ddr["row_hit_rate"], 100 * hs["row_hit_rate"]),
+        "energy_pJ": (ddr["total_energy"] + ddr["io_energy"],
+                      hs["total_energy"] + hs["io_energy"]),
+        "io_energy_pJ": (ddr["io_energy"], hs["io_energy"]),
+        "cycles": (ddr["num_cycles"], hs["num_cycles"]),
+    }
+    assert ddr["tCK_ns"] != hs["tCK_ns"]
+    for (key, _label, _unit, comparable), row in zip(KEY_FIGURES, rows):
+        a, b = expect[key]
+        assert row[1] == pytest.approx(a) and row[2] == pytest.approx(b), key
+        if comparable:
+            assert row[3] == pytest.approx(100.0 * (b - a) / abs(a)), key
+        else:
+            assert math.isnan(row[3]), key          # cycles of two clocks: no difference
     t = view.compare_table
     assert t.columnCount() == 3 and t.rowCount() == len(KEY_FIGURES)
-    assert t.item(0, 2).text().endswith("%") and t.item(0, 2).text()[0] in "+-"
+    labels = [t.verticalHeaderItem(r).text() for r in range(t.rowCount())]
+    r_time, r_cyc = labels.index("Time"), labels.index("Cycles")
+    d_time = 100.0 * (expect["time_ns"][1] - expect["time_ns"][0]) / expect["time_ns"][0]
+    # what the user reads: the time in µs, its difference, cycles with their clock, no Δ
+    assert t.item(r_time, 0).text().endswith("µs")
+    assert t.item(r_time, 2).text() == f"{d_time:+.1f} %".replace("-", "−")
+    assert t.item(r_cyc, 0).text().endswith(f"@ {1e3 / ddr['tCK_ns']:.0f} MHz")
+    assert t.item(r_cyc, 2).text() == "—"
+    r_e = labels.index("Energy (core + IO)")
+    from gui.units import fmt
+    assert t.item(r_e, 0).text() == fmt(expect["energy_pJ"][0], "pJ")
+    # the summary line shows the same total as the table
+    assert fmt(expect["energy_pJ"][0], "pJ") in view.summary_label.text()
 
     out = view.export(tmp_path / "cmp.csv", "comparison")
     lines = list(csv.reader(out.open()))
     assert lines[0] == header and len(lines) == 1 + len(KEY_FIGURES)
     bw = list(csv.reader(view.export(tmp_path / "bw.csv", "bandwidth").open()))
-    assert bw[0] == ["run", "cycle", "bandwidth_GBps"]
+    assert bw[0] == ["run", "time_ns", "bandwidth_GBps"]
     assert {r[0] for r in bw[1:]} == {view.record.label, "hbm2"}
+    # overlaid curves on one time axis: the HBM2 curve ends at its own simulated time
+    last_hbm = max(float(r[1]) for r in bw[1:] if r[0] == "hbm2")
+    assert last_hbm == pytest.approx(hbm["epochs"]["end"][-1] * hs["tCK_ns"], rel=1e-9)
 
     item.setCheckState(Qt.CheckState.Unchecked)
     assert not view.overlays

@@ -67,6 +67,9 @@ class ConfigEditor(QWidget):
     """Edit a :class:`MemoryConfig`; ``config_changed(MemoryConfig)`` after each valid edit."""
 
     config_changed = Signal(object)
+    #: (name, MemoryConfig): "Save to project…" or an .ini import (the window stores it in
+    #: the open project, where the simulation view's Memory list offers it)
+    store_requested = Signal(str, object)
 
     def __init__(self, cfg: MemoryConfig | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -99,12 +102,19 @@ class ConfigEditor(QWidget):
         self.save_preset_button = QPushButton("Save preset…")
         self.save_preset_button.setObjectName("savePresetButton")
         self.save_preset_button.clicked.connect(self.save_preset)
+        self.save_to_project_button = QPushButton("Save to project…")
+        self.save_to_project_button.setObjectName("saveToProjectButton")
+        self.save_to_project_button.setToolTip("Store this configuration in the open project "
+                                               "under a name; runs can then use it")
+        self.save_to_project_button.clicked.connect(lambda: self.save_to_project())
+        self.name = ""                      # the project name of what is loaded, if any
         top = QHBoxLayout()
         top.addWidget(QLabel("Preset"))
         top.addWidget(self.preset_combo, 1)
         top.addWidget(self.import_button)
         top.addWidget(self.export_button)
         top.addWidget(self.save_preset_button)
+        top.addWidget(self.save_to_project_button)
 
         self.tabs = QTabWidget()
         self.tables: dict[str, QTableWidget] = {}
@@ -314,6 +324,30 @@ class ConfigEditor(QWidget):
         self.preset_combo.setCurrentIndex(0)
         self.preset_combo.blockSignals(False)
         self.load(cfg)
+        from pathlib import Path
+        self.name = Path(path).stem
+        self.store_requested.emit(self.name, cfg)       # lands in the open project
+        return True
+
+    def _ask_name(self, default: str) -> str | None:
+        """The name to store the configuration under (tests monkeypatch this)."""
+        from PySide6.QtWidgets import QInputDialog
+        text, ok = QInputDialog.getText(self, "Save to project", "Configuration name:",
+                                        text=default)
+        return text.strip() if ok and text.strip() else None
+
+    def save_to_project(self, name: str | None = None) -> bool:
+        """Ask for a name and emit :attr:`store_requested` with the edited configuration."""
+        try:
+            cfg = self.config()
+        except ConfigError as exc:
+            self._show_error(exc)
+            return False
+        name = name or self._ask_name(self.name or cfg.name or "edited")
+        if not name:
+            return False
+        self.name = name
+        self.store_requested.emit(name, cfg)
         return True
 
     def export_ini(self) -> bool:
@@ -342,6 +376,7 @@ class ConfigEditor(QWidget):
     def _preset_selected(self, index: int) -> None:
         if index > 0:
             self.load_preset(self.preset_combo.itemText(index))
+            self.name = self.preset_combo.itemText(index)
 
     def _edited(self, name: str, value: Any) -> None:
         self._values[name] = value

@@ -27,10 +27,9 @@ MIN_LABEL_FRACTION = 0.06      # boxes narrower than this share of the total get
 
 
 def format_pJ(value: float) -> str:
-    for unit, scale in (("mJ", 1e9), ("µJ", 1e6), ("nJ", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.3g} pJ"
+    """Energy in pJ written by the app's one formatter (J with an SI prefix)."""
+    from gui.units import fmt
+    return fmt(value, "pJ")
 
 
 class EnergyView(QWidget):
@@ -67,7 +66,9 @@ class EnergyView(QWidget):
         self.plot_widget.setObjectName("energyPlot")
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setTitle("Energy (core by bank; IO and rank-level energy as their own boxes)")
-        self.plot.setLabel("bottom", "energy", units="pJ")
+        # boxes are in pJ; the axis shows J with an SI prefix (never "GpJ")
+        self.plot.setLabel("bottom", "energy", units="J")
+        self.plot.getAxis("bottom").setScale(1e-12)
         self.plot.hideAxis("left")
         self.plot.setMouseEnabled(x=True, y=False)
         self.plot.invertY(True)                     # total at the top, banks below

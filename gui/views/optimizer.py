@@ -42,14 +42,20 @@ OPEN_HARDWARE = "Open TOML…"
 CURVE_PLOTS = ("loss", "edp", "tau", "violation")
 TIMELINE_PLOTS = ("gantt", "dram_time", "hit_rate", "banks")
 PLOTS = CURVE_PLOTS + TIMELINE_PLOTS
-TABLE_COLUMNS = ("method", "network", "hardware", "seed", "EDP (pJ·cycles)", "energy (pJ)",
-                 "latency (cycles)", "valid", "wall (s)", "evaluations")
+TABLE_COLUMNS = ("method", "network", "hardware", "seed", "EDP", "energy", "latency",
+                 "valid", "wall", "evaluations")
+#: how each table column is written (gui.units): EDP in J·accelerator cycles, energy in J,
+#: latency in accelerator cycles, wall time in s; the CSV keeps the raw numbers
+COLUMN_UNITS = {"EDP": "pJ·cyc", "energy": "pJ", "latency": "cyc", "wall": "s"}
 CSV_COLUMNS = ("method", "network", "hardware", "seed", "edp_pj_cycles", "energy_pj",
                "latency_cycles", "valid", "wall_s", "evaluations")
 CHANNEL_CHOICES = ("preset", "1", "2", "4", "8", "16")
 DRAM_ROWS = {"model DMA": 2.0, "engine service": 1.0, "engine paced": 0.0}
 SPEC_ROLE = Qt.ItemDataRole.UserRole
 LEFT_AXIS_PX = 100            # left axis width of every timeline plot
+STOP_GRACE_MS = 1500          # Cancel keeps the best so far; a method that has not ended by
+                              # then is cancelled outright (its result is lost)
+BUDGET_KINDS = ("evaluations", "CPU seconds", "seconds")
 
 
 def _networks() -> list[str]:
@@ -130,7 +136,10 @@ class OptimizerView(QWidget):
         self.budget_spin.setObjectName("budgetSpin")
         self.budget_spin.setRange(1, 10_000_000)
         self.budget_spin.setValue(1000)
-        self.budget_kind = self._combo("budgetKind", ["evaluations", "seconds"])
+        self.budget_kind = self._combo("budgetKind", list(BUDGET_KINDS))
+        self.budget_kind.setToolTip("evaluations: cost-model evaluations; CPU seconds: this "
+                                    "process's CPU time (steady under load); seconds: wall "
+                                    "time")
         self.run_button = QPushButton("Run")
         self.run_button.setObjectName("runButton")
         self.run_button.clicked.connect(lambda: self.start())
@@ -185,24 +194,32 @@ class OptimizerView(QWidget):
         grid.addWidget(self.hardware_combo, 0, 3)
         grid.addWidget(QLabel("Method"), 0, 4)
         grid.addWidget(self.method_combo, 0, 5)
-        grid.addWidget(QLabel("Seed"), 0, 6)
-        grid.addWidget(self.seed_spin, 0, 7)
-        grid.addWidget(QLabel("Budget"), 0, 8)
-        grid.addWidget(self.budget_spin, 0, 9)
-        grid.addWidget(self.budget_kind, 0, 10)
+        grid.addWidget(QLabel("Seed"), 1, 0)
+        grid.addWidget(self.seed_spin, 1, 1)
+        grid.addWidget(QLabel("Budget"), 1, 2)
+        budget = QHBoxLayout()
+        budget.addWidget(self.budget_spin, 1)
+        budget.addWidget(self.budget_kind)
+        grid.addLayout(budget, 1, 3)
+        grid.addWidget(QLabel("Memory"), 1, 4)
+        mem = QHBoxLayout()
+        mem.addWidget(self.memory_combo, 1)
+        mem.addWidget(QLabel("Channels"))
+        mem.addWidget(self.channels_combo)
+        grid.addLayout(mem, 1, 5)
+        for c in (1, 3, 5):
+            grid.setColumnStretch(c, 1)
+        # two rows of controls and buttons: the view fits a 1280 px wide window
         row = QHBoxLayout()
         for w in (self.run_button, self.compare_button, self.cancel_button):
             row.addWidget(w)
         row.addWidget(self.progress_bar, 1)
-        row.addWidget(QLabel("Memory"))
-        row.addWidget(self.memory_combo)
-        row.addWidget(QLabel("Channels"))
-        row.addWidget(self.channels_combo)
         for w in (self.cosim_button, self.save_button, self.export_button):
             row.addWidget(w)
         self._top = QVBoxLayout(self)
         self._top.addLayout(grid)
         self._top.addLayout(row)
+        self.status_label.setWordWrap(True)
         self._top.addWidget(self.status_label)
 
     def _build_plots(self) -> None:
@@ -210,9 +227,10 @@ class OptimizerView(QWidget):
         self.curve_widget.setObjectName("curveWidget")
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
+        # short titles: a title's width is the plot's minimum width (the grid must fit half
+        # of a 1280 px window)
         specs = (("loss", 0, 0, "Loss"), ("edp", 0, 1, "EDP (pJ·cycles)"),
-                 ("tau", 1, 0, "Gumbel-Softmax temperature"),
-                 ("violation", 1, 1, "Constraint violation"))
+                 ("tau", 1, 0, "Temperature τ"), ("violation", 1, 1, "Violation"))
         for key, r, c, title in specs:
             p = self.curve_widget.addPlot(row=r, col=c, title=title)
             p.setLabel("bottom", "evaluations")
@@ -259,9 +277,15 @@ class OptimizerView(QWidget):
         b = tw.addPlot(row=3, col=0, title="DRAM requests per bank (schedule issue time)")
         b.setLabel("left", "bank")
         b.setLabel("bottom", "accelerator cycles")
+        b.getAxis("left").enableAutoSIPrefix(False)
+        b.setYRange(0.0, 1.0, padding=0)
         self.bank_image = pg.ImageItem(axisOrder="row-major")      # image[bank, time bin]
-        self.bank_image.setLookupTable(pg.colormap.get("viridis").getLookupTable(nPts=256))
+        cmap = pg.colormap.get("viridis")
+        self.bank_image.setLookupTable(cmap.getLookupTable(nPts=256))
         b.addItem(self.bank_image)
+        self.bank_colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=cmap,
+                                               label="requests", interactive=False, width=12)
+        tw.addItem(self.bank_colour_bar, row=3, col=1)
         self.plots["banks"] = b
         for key in ("dram_time", "hit_rate", "banks"):
             self.plots[key].setXLink(g)
@@ -275,8 +299,9 @@ class OptimizerView(QWidget):
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.curve_widget)
         upper.addWidget(self.timeline_widget)
-        upper.setStretchFactor(0, 2)
-        upper.setStretchFactor(1, 3)
+        upper.setStretchFactor(0, 1)
+        upper.setStretchFactor(1, 1)
+        upper.setChildrenCollapsible(False)
         self.splitter.addWidget(upper)
         self._top.addWidget(self.splitter, 1)
 
@@ -289,10 +314,15 @@ class OptimizerView(QWidget):
         t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         t.itemSelectionChanged.connect(self._on_selection)
+        t.setMinimumHeight(90)
         self.results_table = t
         self.splitter.addWidget(t)
-        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.setSizes([600, 220])        # about six rows; drag the handle for more
+        for w in (self.curve_widget, self.timeline_widget):
+            w.setMinimumSize(320, 240)
 
     # ---------------------------------------------------------------- dialogs (monkeypatched)
     def _show_error(self, msg: str, details: str) -> None:
@@ -338,19 +368,60 @@ class OptimizerView(QWidget):
     def job(self, methods: list[str] | None = None) -> OptimizerJob:
         """The run the controls describe (``methods``: default the chosen one)."""
         amount = int(self.budget_spin.value())
-        seconds = self.budget_kind.currentText() == "seconds"
+        kind = self.budget_kind.currentText()
         return OptimizerJob(
             network=str(self.network_combo.currentData(SPEC_ROLE)),
             hardware=str(self.hardware_combo.currentData(SPEC_ROLE)),
             methods=tuple(methods or [self.method_combo.currentText()]),
-            evaluations=None if seconds else amount,
-            seconds=float(amount) if seconds else None, seed=int(self.seed_spin.value()))
+            evaluations=amount if kind == "evaluations" else None,
+            seconds=float(amount) if kind == "seconds" else None,
+            cpu_seconds=float(amount) if kind == "CPU seconds" else None,
+            seed=int(self.seed_spin.value()))
+
+    def refresh_memories(self, project: Any | None) -> None:
+        """The co-simulation's Memory list: the open project's configurations (the editor's
+        saved ones, .ini imports), then the presets."""
+        self._project = project
+        combo = self.memory_combo
+        current = combo.currentText()
+        combo.blockSignals(True)
+        combo.clear()
+        names: list[str] = []
+        if project is not None and not getattr(project, "closed", False):
+            try:
+                names = list(project.configs())
+            except Exception:  # noqa: BLE001 - a broken project offers only the presets
+                names = []
+        for n in names:
+            combo.addItem(n, ("project", n))
+        for n in _presets():
+            if n not in names:
+                combo.addItem(n, ("preset", n))
+        i = combo.findText(current)
+        combo.setCurrentIndex(i if i >= 0 else max(0, combo.findText("DDR4-3200")))
+        combo.blockSignals(False)
 
     def memory_spec(self) -> str:
-        """The memory for a co-simulation: a preset, with ``-<n>ch`` when channels are set."""
+        """The memory for a co-simulation: a preset, with ``-<n>ch`` when channels are set, or
+        a project configuration written to a temporary TOML preset (channels applied)."""
         ch = self.channels_combo.currentText()
         name = self.memory_combo.currentText()
-        return name if ch == "preset" else f"{name}-{ch}ch"
+        kind = (self.memory_combo.currentData() or ("preset", name))[0]
+        if kind != "project" or getattr(self, "_project", None) is None:
+            return name if ch == "preset" else f"{name}-{ch}ch"
+        import re
+        import tempfile
+
+        from engine.config import save_preset
+        cfg = self._project.get_config(name)
+        if ch != "preset":
+            cfg = cfg.replace(channels=int(ch))
+        if getattr(self, "_tmp_presets", None) is None:
+            self._tmp_presets = tempfile.TemporaryDirectory(prefix="diffmem-cosim-")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "config"
+        path = Path(self._tmp_presets.name) / f"{safe}-{ch}.toml"
+        save_preset(cfg, path, header=f"project configuration '{name}'")
+        return str(path)
 
     # ---------------------------------------------------------------- runs
     def is_running(self) -> bool:
@@ -365,9 +436,15 @@ class OptimizerView(QWidget):
             self._show_error("Choose a network and a hardware first.", "")
             return False
         self._clear_curves()
+        self._job = job
         self._budget_total = (job.evaluations or 0) * len(job.methods)
         self._evals_before = 0
+        self._methods_done = 0
         self._cancel_at = None
+        self._started_wall = time.monotonic()
+        self._started_cpu = time.process_time()
+        self._what = (f"Optimising {Path(job.network).name} on {Path(job.hardware).name} "
+                      f"with {', '.join(job.methods)}")
         run = start_optimization(job, parent=self)
         run.progress.connect(self._on_progress)
         run.result.connect(self._on_result)
@@ -379,20 +456,55 @@ class OptimizerView(QWidget):
         what = ", ".join(job.methods)
         self.status_label.setText(f"Optimising {Path(job.network).name} on "
                                   f"{Path(job.hardware).name} with {what}…")
-        self.progress_bar.setRange(0, 1000 if self._budget_total else 0)
+        self.progress_bar.setRange(0, 1000)
         self.progress_bar.setValue(0)
         return True
 
+    def budget_fraction(self) -> float | None:
+        """The share of the whole job's budget spent (all methods), from the progress
+        reports and this process's clocks; None before the first report."""
+        job = getattr(self, "_job", None)
+        if job is None or not self.points:
+            return None
+        n = max(1, len(job.methods))
+        last, k = self.points[-1], self._methods_done
+        parts = []
+        if job.evaluations:
+            parts.append((k + min(1.0, last["evaluations"] / job.evaluations)) / n)
+        if job.seconds:
+            parts.append((k + min(1.0, last["elapsed_s"] / job.seconds)) / n)
+        if job.cpu_seconds:
+            # the search's Tracker uses the same clock: this process's CPU time
+            parts.append((time.process_time() - self._started_cpu) / (job.cpu_seconds * n))
+        return min(1.0, max(parts)) if parts else None
+
+    def eta_seconds(self) -> float | None:
+        """Wall seconds left at the pace so far (None until 2 % of the budget is spent)."""
+        f = self.budget_fraction()
+        if f is None or f < 0.02:
+            return None
+        elapsed = time.monotonic() - self._started_wall
+        return elapsed * (1.0 - f) / f
+
     def cancel(self) -> None:
-        """Cancel the search or the co-simulation in progress."""
+        """Cancel the search (keeping the best schedule found so far) or the co-simulation.
+
+        The search's budget is spent at once, so the running method ends as when its budget
+        runs out: its best candidate is repaired, scored and shown in the table.  A method
+        still running after STOP_GRACE_MS is cancelled outright."""
         if self._run is None and self._cosim is None:
             return
         self._cancel_at = time.monotonic()
         if self._run is not None:
-            self._run.cancel()
+            run = self._run
+            run.stop()
+            from PySide6.QtCore import QTimer
+            QTimer.singleShot(STOP_GRACE_MS,
+                              lambda: run.cancel() if self._run is run else None)
+            self.status_label.setText("Stopping: keeping the best schedule so far…")
         if self._cosim is not None:
             self._cosim.cancel()
-        self.status_label.setText("Cancelling…")
+            self.status_label.setText("Cancelling…")
         self.cancel_button.setEnabled(False)
 
     def shutdown(self, timeout_ms: int = 30000) -> None:
@@ -409,7 +521,8 @@ class OptimizerView(QWidget):
             w.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
         has = self.shown is not None
-        self.cosim_button.setEnabled(not busy and has and self.shown.mapping is not None)
+        self.cosim_button.setEnabled(not busy and has and (
+            self.shown.mapping is not None or bool(self.shown.schedule.get("layers"))))
         self.save_button.setEnabled(has)
 
     def _end(self) -> None:
@@ -427,12 +540,20 @@ class OptimizerView(QWidget):
     def _on_progress(self, batch: list) -> None:
         if batch and self.points and batch[0]["method"] != self.points[-1]["method"]:
             self._evals_before += self.points[-1]["evaluations"]
+            self._methods_done += 1
             self.points = []                      # the curves follow the method now running
         self.points.extend(batch)
         self._draw_curves()
-        if self._budget_total and self.points:
-            done = self._evals_before + self.points[-1]["evaluations"]
-            self.progress_bar.setValue(int(1000 * min(1.0, done / self._budget_total)))
+        f = self.budget_fraction()
+        if f is not None:
+            self.progress_bar.setValue(int(1000 * f))
+            eta = self.eta_seconds()
+            if self._cancel_at is None:
+                from gui.units import fmt
+                self.status_label.setText(
+                    f"{self._what}… {100 * f:.0f} % of the budget"
+                    + (f" · about {fmt(eta, 's', 2)} left" if eta is not None else "")
+                    + f" · {self.points[-1]['evaluations']} evaluations")
 
     def _on_result(self, outcome: OptimizerOutcome) -> None:
         self.add_result(outcome)
@@ -441,8 +562,9 @@ class OptimizerView(QWidget):
         self._end()
         self.progress_bar.setValue(1000)
         best = min(outcomes, key=lambda o: o.edp) if outcomes else None
+        from gui.units import fmt
         self.status_label.setText(
-            "Done" + (f": best EDP {best.edp:.4g} pJ·cycles ({best.method})" if best else ""))
+            "Done" + (f": best EDP {fmt(best.edp, 'pJ·cyc')} ({best.method})" if best else ""))
         self.run_finished.emit(outcomes)
 
     def _on_failed(self, message: str, details: str) -> None:
@@ -455,19 +577,37 @@ class OptimizerView(QWidget):
     def _on_cancelled(self, outcomes: list) -> None:
         self._end()
         self.progress_bar.setValue(0)
-        self.status_label.setText(f"Cancelled ({len(outcomes)} run(s) finished before)")
+        kept = [o for o in outcomes if o.stopped_early]
+        if kept:
+            from gui.units import fmt
+            o = kept[-1]
+            self.status_label.setText(
+                f"Cancelled: kept the best schedule so far ({o.method}, EDP "
+                f"{fmt(o.edp, 'pJ·cyc')}, {o.evaluations} evaluations)")
+        else:
+            self.status_label.setText(f"Cancelled ({len(outcomes)} run(s) finished before)")
         self.run_cancelled.emit()
 
     # ---------------------------------------------------------------- results
-    def add_result(self, outcome: OptimizerOutcome) -> int:
-        """Add a finished run to the table and show it; returns its row."""
+    def add_result(self, outcome: OptimizerOutcome, store: bool = True) -> int:
+        """Add a finished run to the table and show it; returns its row.  ``store``: announce
+        it (``result_added``: the window stores it in the open project); False for a run read
+        back from the project."""
         self.results.append(outcome)
         t = self.results_table
         r = t.rowCount()
         t.insertRow(r)
+        from gui.units import fmt
         for c, value in enumerate(self._row(outcome)):
-            text = (f"{value:.4g}" if isinstance(value, float) else
-                    ("yes" if value else "NO") if isinstance(value, bool) else str(value))
+            unit = COLUMN_UNITS.get(TABLE_COLUMNS[c])
+            if unit is not None:
+                text = fmt(value, unit)
+            elif isinstance(value, bool):
+                text = "yes" if value else "NO"
+            else:
+                text = str(value)
+            if c == 0 and outcome.stopped_early:
+                text += " (cancelled: best so far)"
             cell = QTableWidgetItem(text)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -475,8 +615,61 @@ class OptimizerView(QWidget):
         t.selectRow(r)                      # shows it (itemSelectionChanged)
         if self.shown is not outcome:
             self.show_result(outcome)
-        self.result_added.emit(outcome)
+        if store:
+            self.result_added.emit(outcome)
         return r
+
+    # ---------------------------------------------------------------- stored runs
+    @staticmethod
+    def outcome_from_stored(data: dict[str, Any]) -> OptimizerOutcome:
+        """An :class:`OptimizerOutcome` from ``Project.load_optimizer_run`` (curves, schedule,
+        Gantt; the network, hardware and mapping for a co-simulation are rebuilt on demand)."""
+        st = data.get("settings", {})
+        sched = data.get("schedule", {})
+        hist = data.get("history", {})
+        n = len(next(iter(hist.values()))) if hist else 0
+        method = str(st.get("method", sched.get("method", "")))
+        history = []
+        for i in range(n):
+            rec = {"method": method}
+            for k, v in hist.items():
+                x = float(v[i])
+                rec[k] = int(x) if k in ("step", "evaluations") and np.isfinite(x) else x
+            history.append(rec)
+        out = OptimizerOutcome(method, int(st.get("seed", sched.get("seed", 0)) or 0),
+                               str(st.get("network", sched.get("network", ""))),
+                               str(st.get("hardware", sched.get("hardware", ""))), sched,
+                               history, float(st.get("wall_s", 0.0) or 0.0),
+                               int(st.get("evaluations", sched.get("evaluations", 0)) or 0))
+        out.run_id = data.get("run_id")
+        if isinstance(st.get("cosim"), dict):
+            from gui.cosim_process import payload_from_stored
+            out.cosim_payload = payload_from_stored(st["cosim"])
+        return out
+
+    def show_stored(self, data: dict[str, Any], select: bool = True) -> OptimizerOutcome:
+        """Show a stored optimiser run: its row in the table (once), curves and Gantt."""
+        rid = data.get("run_id")
+        for i, o in enumerate(self.results):
+            if rid is not None and getattr(o, "run_id", None) == rid:
+                if select:
+                    self.results_table.selectRow(i)
+                    self.show_result(o)
+                return o
+        out = self.outcome_from_stored(data)
+        row = self.add_result(out, store=False)
+        if not select and row > 0:
+            self.results_table.selectRow(0)
+        return out
+
+    def clear_results(self) -> None:
+        """Empty the table (another project was opened)."""
+        self.results.clear()
+        self.results_table.setRowCount(0)
+        self.shown = None
+        self._clear_curves()
+        self.gantt.clear()
+        self._set_busy(self.is_running())
 
     @staticmethod
     def _row(o: OptimizerOutcome) -> list[Any]:
@@ -493,11 +686,25 @@ class OptimizerView(QWidget):
     def selected(self) -> OptimizerOutcome | None:
         return self.shown
 
+    def _ensure_mapping(self, outcome: OptimizerOutcome) -> None:
+        """A stored run's network, hardware and schedule objects, for a co-simulation (torch
+        is imported here, on demand)."""
+        if outcome.mapping is not None:
+            return
+        from optimizer.hardware import load_hardware
+        from optimizer.mapping import Schedule
+        from optimizer.workload import load_network
+        outcome.net = load_network(outcome.network)
+        outcome.hw = load_hardware(outcome.hardware)
+        outcome.mapping = Schedule.from_json(outcome.schedule)
+
     def show_result(self, outcome: OptimizerOutcome) -> None:
         """Show a finished run: its Gantt chart and, when idle, its convergence curves."""
         self.shown = outcome
         self.gantt.set_schedule(outcome.schedule)
         self._clear_cosim()
+        if outcome.cosim_payload is not None:        # its last co-simulation, kept with it
+            self.show_cosim(outcome.cosim_payload)
         if self._run is None:
             self.points = list(outcome.history)
             self._draw_curves()
@@ -518,23 +725,41 @@ class OptimizerView(QWidget):
         for key in ("loss", "edp", "best_edp"):
             y = _finite([p[key] for p in pts])
             y[y <= 0] = np.nan                    # log axes
+            if key == "best_edp" and x.size > 1:
+                # best so far is a staircase: it holds until the next improvement
+                ok = np.isfinite(y)
+                xs, ys = x[ok], y[ok]
+                if xs.size > 1:
+                    self.curves[key].setData(np.repeat(xs, 2)[1:], np.repeat(ys, 2)[:-1])
+                    continue
             self.curves[key].setData(x, y, connect="finite")
         for key in ("tau", "violation"):
             self.curves[key].setData(x, _finite([p[key] for p in pts]), connect="finite")
 
     def curve_points(self, key: str) -> int:
-        """Finite points drawn on curve ``key`` (loss, edp, best_edp, tau, violation)."""
+        """Finite points (progress reports) drawn on curve ``key`` (loss, edp, best_edp, tau,
+        violation); the best-EDP staircase counts its reports, not its corners."""
         _x, y = self.curves[key].getData()
-        return 0 if y is None else int(np.isfinite(y).sum())
+        if y is None:
+            return 0
+        n = int(np.isfinite(y).sum())
+        return (n + 1) // 2 if key == "best_edp" and n > 1 else n
 
     # ---------------------------------------------------------------- co-simulation
     def start_cosim(self, memory: str | None = None) -> bool:
         """Co-simulate the shown schedule on ``memory`` (default: the chooser's)."""
         if self.is_running():
             return False
-        if self.shown is None or self.shown.mapping is None:
+        if self.shown is None:
             self._show_error("Run the optimiser first: there is no schedule to co-simulate.",
                              "")
+            return False
+        try:
+            self._ensure_mapping(self.shown)
+        except Exception as exc:  # noqa: BLE001 - a stored run whose network is gone
+            import traceback
+            self._show_error(f"Cannot rebuild the stored schedule for a co-simulation: {exc}",
+                             traceback.format_exc())
             return False
         spec = memory or self.memory_spec()
         self._clear_cosim()
@@ -552,12 +777,16 @@ class OptimizerView(QWidget):
         return True
 
     def _on_cosim_finished(self, payload: dict) -> None:
+        shown = self.shown
         self._end()
+        if shown is not None:
+            shown.cosim_payload = payload
         self.show_cosim(payload)
         cs = payload["cosim"]
+        from gui.units import fmt
         self.status_label.setText(
-            f"Co-simulated on {payload['memory']}: engine EDP {cs['engine_edp']:.4g} vs model "
-            f"{cs['model_edp']:.4g} pJ·cycles")
+            f"Co-simulated on {payload['memory']}: engine EDP {fmt(cs['engine_edp'], 'pJ·cyc')}"
+            f" vs model {fmt(cs['model_edp'], 'pJ·cyc')}")
         self.cosim_finished.emit(payload)
 
     def _on_cosim_failed(self, message: str, details: str) -> None:
@@ -614,8 +843,10 @@ class OptimizerView(QWidget):
             self.curves["hit_rate"].setData(edges, hit, stepMode="center")
         counts = np.asarray(payload["banks"]["counts"], dtype=np.float64)
         if counts.size:
-            self.bank_image.setImage(counts, autoLevels=False,
-                                     levels=(0.0, max(1.0, float(counts.max()))))
+            top = max(1.0, float(counts.max()))
+            self.bank_image.setImage(counts, autoLevels=False, levels=(0.0, top))
+            self.bank_colour_bar.setLevels((0.0, top))
+            self.plots["banks"].setYRange(0.0, float(counts.shape[0]), padding=0)
             from PySide6.QtCore import QRectF
             self.bank_image.setRect(QRectF(0.0, 0.0, float(payload["total_cycles"]),
                                            float(counts.shape[0])))

@@ -28,20 +28,31 @@ KIND_ROLE = Qt.ItemDataRole.UserRole          # "config" | "trace" | "run" on le
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1      # the entity's name in the project
 SECTIONS = (("config", "Configurations"), ("trace", "Traces"), ("run", "Runs"),
             ("optimizer_run", "Optimiser runs"), ("study", "Studies"))
+#: kinds a double-click (or "Open") shows: runs, configurations, optimiser runs, studies
+OPENABLE = ("run", "config", "optimizer_run", "study")
 UNDO_MAX_BYTES = 64 << 20      # larger entities are deleted without an undo copy
 
 
 def run_summary_text(summary: dict[str, Any]) -> str:
-    """A short summary of a run: row-hit rate and average read latency."""
+    """A short summary of a run: simulated time, row-hit rate and average read latency (in
+    time, as everywhere in the app: runs of different clocks sit side by side in the tree)."""
+    from gui.units import fmt, percent
     parts = []
     try:
-        rate = float(summary["row_hit_rate"])
-        parts.append("row-hit rate " + ("n/a" if math.isnan(rate) else f"{100.0 * rate:.1f} %"))
+        t = float(summary.get("simulated_time_ns",
+                              float(summary["num_cycles"]) * float(summary["tCK_ns"])))
+        parts.append(fmt(t, "ns"))
     except (KeyError, TypeError, ValueError):
         pass
     try:
-        lat = float(summary["average_read_latency"])
-        parts.append("avg read latency " + ("n/a" if math.isnan(lat) else f"{lat:.1f} cycles"))
+        parts.append("row-hit rate " + percent(float(summary["row_hit_rate"])))
+    except (KeyError, TypeError, ValueError):
+        pass
+    try:
+        lat = float(summary.get("average_read_latency_ns",
+                                float(summary["average_read_latency"])
+                                * float(summary["tCK_ns"])))
+        parts.append("avg read latency " + fmt(lat, "ns"))
     except (KeyError, TypeError, ValueError):
         pass
     return " · ".join(parts)
@@ -303,13 +314,13 @@ class ProjectTreeView(QWidget):
     def open_selected(self) -> bool:
         """Show the selected run (or load the selected configuration)."""
         sel = self.selected()
-        if sel is None or sel[0] not in ("run", "config"):
+        if sel is None or sel[0] not in OPENABLE:
             return False
         self.open_requested.emit(*sel)
         return True
 
     def _open_item(self, item: QTreeWidgetItem) -> None:
-        if item is not None and item.data(0, KIND_ROLE) in ("run", "config"):
+        if item is not None and item.data(0, KIND_ROLE) in OPENABLE:
             self.tree.setCurrentItem(item)
             self.open_selected()
 
@@ -325,7 +336,7 @@ class ProjectTreeView(QWidget):
     def context_menu_for(self, item: QTreeWidgetItem) -> QMenu:
         """The context menu of a leaf item: Open (runs, configs), Rename, Duplicate, Delete."""
         menu = QMenu(self)
-        if item.data(0, KIND_ROLE) in ("run", "config"):
+        if item.data(0, KIND_ROLE) in OPENABLE:
             menu.addAction("Open", self.open_selected).setObjectName("actionOpenItem")
         if self._editable():
             menu.addAction("Rename…", self.rename_selected).setObjectName("actionRenameItem")

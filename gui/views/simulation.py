@@ -29,7 +29,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormL
                                QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from gui import plot_export
-from gui.run_data import KEY_FIGURES, RunRecord, key_figures, percent_difference
+from gui import units as U
+from gui.run_data import KEY_FIGURES, RunRecord, key_figures, percent_difference, tck_ns
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_TRACE = REPO / "resources" / "traces" / "demo.trace"
@@ -41,6 +42,8 @@ OVERLAY_PLOTS = ("hit_rate", "bandwidth", "latency")
 OVERLAY_COLOURS = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                    "#bcbd22", "#17becf")
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole
+CONFIG_ROLE = Qt.ItemDataRole.UserRole      # ("project" | "preset" | "editor", name)
+EDITOR_ENTRY = "Edited in the configuration editor"
 
 
 def _preset_names() -> list[str]:
@@ -49,6 +52,16 @@ def _preset_names() -> list[str]:
         return list_presets()
     except Exception:  # noqa: BLE001 - the view must open even if the engine is broken
         return []
+
+
+def peak_bandwidth_GBps(cfg: Any) -> float:
+    """The memory's peak data bandwidth in GB/s: every channel moving one request per burst
+    (request bytes / (burst cycles x tCK)); NaN when the config lacks a field."""
+    try:
+        return (int(cfg.channels) * float(cfg.request_size_bytes)
+                / (int(cfg.burst_cycle) * float(cfg.tCK)))
+    except Exception:  # noqa: BLE001 - an odd config: no peak line
+        return math.nan
 
 
 def trim_histogram(hist: np.ndarray, quantile: float = 0.999,
@@ -151,7 +164,10 @@ class SimulationView(QWidget):
     def _build_controls(self) -> None:
         self.config_combo = QComboBox()
         self.config_combo.setObjectName("configCombo")
-        self.config_combo.addItems(_preset_names())
+        self.config_combo.setToolTip("The project's configurations, the shipped presets, or "
+                                     "what the configuration editor holds now")
+        self.editor_config: Any = None      # callable -> MemoryConfig (the window sets it)
+        self.refresh_configs()
         self.trace_edit = QLineEdit(str(DEMO_TRACE) if DEMO_TRACE.is_file() else "")
         self.trace_edit.setObjectName("traceEdit")
         self.trace_edit.setPlaceholderText("request trace (.trace text, .dmt binary, .h5)")
@@ -179,6 +195,8 @@ class SimulationView(QWidget):
         self.summary_label = QLabel("")
         self.summary_label.setObjectName("summaryLabel")
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary_label.setWordWrap(True)      # a long summary must not widen the window
+        self.status_label.setWordWrap(True)
 
         trace_row = QHBoxLayout()
         trace_row.addWidget(self.trace_edit, 1)
@@ -222,42 +240,63 @@ class SimulationView(QWidget):
         self.plots: dict[str, pg.PlotItem] = {}
 
         p = lay.addPlot(row=0, col=0, colspan=2, title="Bank utilisation (row open)")
-        p.setLabel("bottom", "epoch")
-        p.setLabel("left", "bank")
+        p.setLabel("bottom", "time", units="s")
+        p.setLabel("left", "channel · rank · bank group")
+        p.getAxis("left").enableAutoSIPrefix(False)
         self.heatmap = pg.ImageItem(axisOrder="row-major")   # image[bank, epoch]
         self.heatmap.setLevels((0.0, 1.0))
-        self.heatmap.setLookupTable(pg.colormap.get("viridis").getLookupTable(nPts=256))
+        cmap = pg.colormap.get("viridis")
+        self.heatmap.setLookupTable(cmap.getLookupTable(nPts=256))
         p.addItem(self.heatmap)
+        self.colour_bar = pg.ColorBarItem(values=(0.0, 100.0), colorMap=cmap, label="row open (%)",
+                                          interactive=False, width=14)
+        lay.addItem(self.colour_bar, row=0, col=2)
         self.plots["heatmap"] = p
 
-        p = lay.addPlot(row=1, col=0, title="Row-buffer hit rate")
-        p.setLabel("bottom", "cycle")
-        p.setYRange(0.0, 1.0)
-        self.legends: dict[str, pg.LegendItem] = {"hit_rate": p.addLegend(offset=(-5, 5))}
+        p = lay.addPlot(row=1, col=0, title="Row-buffer hit rate (%)")
+        p.setLabel("bottom", "time", units="s")
+        p.setYRange(0.0, 100.0, padding=0)
+        p.getAxis("left").enableAutoSIPrefix(False)
+        self.legends: dict[str, pg.LegendItem] = {"hit_rate": self._legend(p)}
         self.hit_rate_curve = p.plot([], [], pen=pg.mkPen("c", width=2), name="this run")
         self.plots["hit_rate"] = p
 
-        p = lay.addPlot(row=1, col=1, title="Bandwidth (GB/s)")
-        p.setLabel("bottom", "cycle")
-        self.legends["bandwidth"] = p.addLegend(offset=(-5, 5))
+        p = lay.addPlot(row=1, col=1, colspan=2, title="Bandwidth (GB/s)")
+        p.setLabel("bottom", "time", units="s")
+        p.getAxis("left").enableAutoSIPrefix(False)
+        p.setYRange(0.0, 1.0)
+        p.enableAutoRange(axis="y", enable=False)
+        self.legends["bandwidth"] = self._legend(p)
         self.bandwidth_curve = p.plot([], [], pen=pg.mkPen("y", width=2), name="this run")
+        self.peak_line = pg.InfiniteLine(angle=0, movable=False,
+                                         pen=pg.mkPen("#e06c75", width=1,
+                                                      style=Qt.PenStyle.DashLine),
+                                         label="", labelOpts={"position": 0.02,
+                                                              "color": "#e06c75",
+                                                              "anchors": [(0, 1), (0, 1)]})
+        self.peak_line.setVisible(False)
+        p.addItem(self.peak_line)
+        self.peak_GBps = math.nan
         self.plots["bandwidth"] = p
 
         p = lay.addPlot(row=2, col=0, title="Read latency (to 99.9th pct)")
-        p.setLabel("bottom", "cycles")
+        p.setLabel("bottom", "read latency", units="s")
         p.setLabel("left", "reads")
+        p.getAxis("left").enableAutoSIPrefix(False)
         self.latency_curve = pg.PlotDataItem([0.0, 1.0], [0.0], stepMode="center",
                                              fillLevel=0, brush=(80, 160, 255, 120),
                                              pen=pg.mkPen("#50a0ff", width=1),
                                              skipFiniteCheck=True)
         self.latency_curve.setData([], [])
-        self.legends["latency"] = p.addLegend(offset=(-5, 5))
+        self.legends["latency"] = self._legend(p)
         p.addItem(self.latency_curve)
         self.legends["latency"].addItem(self.latency_curve, "this run")
         self.plots["latency"] = p
 
-        p = lay.addPlot(row=2, col=1, title="Energy by component (pJ)")
+        p = lay.addPlot(row=2, col=1, colspan=2, title="Energy (core + IO)")
         p.invertY(True)                     # horizontal bars, first component on top
+        p.setLabel("bottom", "energy", units="J")
+        p.getAxis("bottom").setScale(1e-12)  # bars in pJ, axis in J with an SI prefix
         self.energy_bars = pg.BarGraphItem(x0=[], y=[], height=[], width=[], brush="m")
         p.addItem(self.energy_bars)
         self.energy_labels: list[str] = []
@@ -267,12 +306,81 @@ class SimulationView(QWidget):
         # fixed left-axis widths: otherwise every change of the tick labels' width while the
         # curves grow re-lays out the whole grid (a full repaint of all five plots)
         for name, p in self.plots.items():
-            p.getAxis("left").setWidth(62 if name == "energy" else 48)
+            p.getAxis("left").setWidth(62 if name == "energy" else
+                                       (90 if name == "heatmap" else 48))
+        # the hit-rate and bandwidth plots share one time axis (same width, side by side);
+        # the heatmap spans both columns, and pyqtgraph lines up overlapping linked views on
+        # screen, so it keeps its own
+        self.plots["hit_rate"].setXLink(self.plots["bandwidth"])
+        self._tck = math.nan                # ns per cycle of the run on the plots
+        self._set_empty_ranges()
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("simulationSplitter")
         self.splitter.addWidget(self.plot_widget)
         self._top.addWidget(self.splitter, 1)
+
+    @staticmethod
+    def _legend(p: pg.PlotItem) -> pg.LegendItem:
+        """A legend on a half-transparent box in the plot's top-right corner (readable where
+        it sits over a curve)."""
+        return p.addLegend(offset=(-5, 5), brush=pg.mkBrush(20, 20, 20, 170),
+                           pen=pg.mkPen("#666666"), labelTextSize="8pt")
+
+    def _set_empty_ranges(self) -> None:
+        """Plain axes for empty plots (not pyqtgraph's "(x0.001) -400...400")."""
+        for name in ("heatmap", "hit_rate", "bandwidth", "latency"):
+            self.plots[name].setXRange(0.0, 1e-6, padding=0)
+        self.plots["heatmap"].setYRange(0.0, 1.0, padding=0)
+        self.plots["bandwidth"].setYRange(0.0, 1.0, padding=0)
+        self.plots["latency"].setYRange(0.0, 1.0, padding=0)
+        self.plots["energy"].setXRange(0.0, 1.0, padding=0)
+        self.plots["energy"].setYRange(-0.5, 0.5, padding=0)
+        self.plots["heatmap"].getAxis("left").setTicks([[], []])
+
+    def set_bank_layout(self, channels: int, ranks: int, bankgroups: int, banks: int) -> None:
+        """Label the heatmap's rows: channel and rank (major ticks) and bank group (minor)."""
+        per_rank = max(1, banks)
+        bg = max(1, bankgroups)
+        per_group = max(1, per_rank // bg)
+        major, minor = [], []
+        for c in range(channels):
+            for r in range(ranks):
+                base = (c * ranks + r) * per_rank
+                major.append((base + 0.5 * min(per_group, per_rank),
+                              f"ch{c} r{r}" if ranks > 1 or channels > 1 else "rank 0"))
+                if bg > 1 and channels * ranks <= 8:
+                    for g in range(1, bg):
+                        minor.append((base + g * per_group + 0.5, f"bg{g}"))
+        self.bank_layout = (channels, ranks, bankgroups, banks)
+        self.plots["heatmap"].getAxis("left").setTicks([major, minor])
+
+    def _bank_layout_from(self, record: RunRecord, cfg: Any = None) -> None:
+        shape = np.asarray(record.per_bank.get("energy_pJ", np.zeros(0))).shape
+        if cfg is not None:
+            self.set_bank_layout(int(cfg.channels), int(cfg.ranks), int(cfg.bankgroups),
+                                 int(cfg.banks))
+        elif len(shape) == 3:
+            self.set_bank_layout(shape[0], shape[1], 1, shape[2])
+
+    def set_peak_bandwidth(self, peak_GBps: float) -> None:
+        """Draw the memory's peak bandwidth (channels x burst bytes / burst time) as a line."""
+        self.peak_GBps = float(peak_GBps)
+        ok = math.isfinite(self.peak_GBps) and self.peak_GBps > 0
+        self.peak_line.setVisible(ok)
+        if ok:
+            self.peak_line.setPos(self.peak_GBps)
+            self.peak_line.label.setFormat(f"peak {U.fmt(self.peak_GBps, 'GB/s')}")
+        self._fit_bandwidth_axis()
+
+    def _fit_bandwidth_axis(self) -> None:
+        """y from 0 to the larger of the peak and the highest curve (15 % headroom)."""
+        top = self.peak_GBps if math.isfinite(self.peak_GBps) else 0.0
+        for item in self.plots["bandwidth"].listDataItems():
+            _x, y = item.getData()
+            if y is not None and len(y) and np.isfinite(y).any():
+                top = max(top, float(np.nanmax(y)))
+        self.plots["bandwidth"].setYRange(0.0, max(top, 1e-3) * 1.15, padding=0)   # room for the peak label
 
     def _build_compare(self) -> None:
         box = QGroupBox("Compare with stored runs")
@@ -283,20 +391,26 @@ class SimulationView(QWidget):
         self.compare_list.itemChanged.connect(self._on_compare_item_changed)
         self.compare_table = QTableWidget(len(KEY_FIGURES), 0)
         self.compare_table.setObjectName("compareTable")
-        self.compare_table.setVerticalHeaderLabels(
-            [f"{label} ({unit})" if unit else label for _k, label, unit, _s in KEY_FIGURES])
-        self.compare_table.setMinimumWidth(360)      # figure, this run, one run and its Δ %
+        self.compare_table.setVerticalHeaderLabels([label for _k, label, _u, _c in KEY_FIGURES])
+        self.compare_table.setMinimumWidth(300)      # figure, this run, one run and its Δ %
         self.compare_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.compare_table.horizontalHeader().setSectionResizeMode(
             QHeaderView.ResizeMode.ResizeToContents)
         lay = QVBoxLayout(box)
         lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(self.compare_list, 1)
-        lay.addWidget(self.compare_table, 1)
+        self.compare_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.compare_splitter.setObjectName("compareSplitter")
+        self.compare_splitter.addWidget(self.compare_list)
+        self.compare_splitter.addWidget(self.compare_table)
+        self.compare_splitter.setChildrenCollapsible(False)
+        self.compare_splitter.setSizes([150, 300])
+        lay.addWidget(self.compare_splitter, 1)
         self.compare_box = box
         self.splitter.addWidget(box)
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
+        self.plot_widget.setMinimumSize(420, 300)
         self.splitter.setSizes([900, 330])
         self._update_compare_table()
 
@@ -321,16 +435,17 @@ class SimulationView(QWidget):
             self._show_error("Choose a trace file first.", "")
             return
         try:
-            from engine.config import load_config      # light: no numba kernels here
-            cfg = load_config(name)
+            name, cfg, where = self.chosen_config()
         except Exception as exc:  # noqa: BLE001 - shown to the user
             import traceback
             self._show_error(f"Cannot load memory config '{name}': {exc}",
                              traceback.format_exc())
             return
+        self.run_config = (name, cfg, where)       # what the run used (stored with it)
         from gui.workers import start_simulation
 
         self._clear_plots()
+        self._use_config(cfg)
         self._live_label = f"{name} · {Path(trace).name}"
         # plain options: engine.simulator (numba) is imported by the simulation process only
         options = {"epoch": int(self.epoch_spin.value())}
@@ -345,6 +460,76 @@ class SimulationView(QWidget):
         run.cancelled.connect(self._on_cancelled)
         self._run = run
         self._timer.start()
+
+    def refresh_configs(self) -> None:
+        """The Memory list: the open project's configurations first, then the presets not
+        already there, then the editor's current configuration."""
+        combo = self.config_combo
+        current = combo.currentData(CONFIG_ROLE) if combo.count() else None
+        combo.blockSignals(True)
+        combo.clear()
+        names: list[str] = []
+        p = self._project if hasattr(self, "_project") else None
+        if p is not None and not getattr(p, "closed", False):
+            try:
+                names = list(p.configs())
+            except Exception:  # noqa: BLE001 - a broken project offers only the presets
+                names = []
+        for n in names:
+            combo.addItem(n, ("project", n))
+            combo.setItemData(combo.count() - 1, "stored in the project",
+                              Qt.ItemDataRole.ToolTipRole)
+        for n in _preset_names():
+            if n not in names:
+                combo.addItem(n, ("preset", n))
+        combo.addItem(EDITOR_ENTRY, ("editor", None))
+        i = combo.findData(current, CONFIG_ROLE) if current is not None else -1
+        if i < 0 and current is not None:       # a preset that is now a project config
+            i = combo.findText(current[1] or "")
+        if i < 0:
+            i = combo.findText("DDR4-3200")
+        combo.setCurrentIndex(max(0, i))
+        combo.blockSignals(False)
+
+    def select_config(self, name: str) -> bool:
+        """Choose a configuration of the Memory list by its name."""
+        i = self.config_combo.findText(name)
+        if i >= 0:
+            self.config_combo.setCurrentIndex(i)
+        return i >= 0
+
+    def chosen_config(self) -> tuple[str, Any, str]:
+        """(name, MemoryConfig, where: "project" | "preset" | "editor") of the Memory list's
+        choice (ConfigError / ProjectError when it cannot be read)."""
+        kind, name = self.config_combo.currentData(CONFIG_ROLE) or ("preset",
+                                                                     self.config_combo.currentText())
+        if kind == "project":
+            return name, self._project.get_config(name), kind
+        if kind == "editor":
+            if self.editor_config is None:
+                raise ValueError("no configuration editor is attached")
+            cfg = self.editor_config()
+            return (cfg.name or "edited"), cfg, kind
+        from engine.config import load_config      # light: no numba kernels here
+        return name, load_config(name), kind
+
+    def _use_config(self, cfg: Any) -> None:
+        """The clock, bank layout and peak bandwidth of the memory on the plots."""
+        self._tck = float(cfg.tCK)
+        self.set_bank_layout(int(cfg.channels), int(cfg.ranks), int(cfg.bankgroups),
+                             int(cfg.banks))
+        self.set_peak_bandwidth(peak_bandwidth_GBps(cfg))
+
+    def _config_of(self, record: RunRecord) -> Any:
+        """The engine config of a shown run (from the project, else the preset), or None."""
+        try:
+            if record.config_name and self._project is not None:
+                return self._project.get_config(record.config_name)
+            from engine.config import load_config
+            name = record.config_name or record.summary.get("config")
+            return load_config(name) if name else None
+        except Exception:  # noqa: BLE001 - no labels / peak line for this run
+            return None
 
     def cancel(self) -> None:
         if self._run is not None:
@@ -405,21 +590,21 @@ class SimulationView(QWidget):
         self._pending.clear()
         self._epochs.clear()
         self.record = record
+        self._tck = tck_ns(record)
+        cfg = self._config_of(record)
+        self._bank_layout_from(record, cfg)
+        self.set_peak_bandwidth(peak_bandwidth_GBps(cfg) if cfg is not None else math.nan)
         self._draw_epochs(record.end, record.row_hit_rate, record.bandwidth_GBps,
                           record.utilisation)
         self._show_hist_and_energy(record)
-        s = record.summary
-
-        def num(key: str, scale: float = 1.0) -> float:
-            try:
-                return float(s[key]) * scale
-            except (KeyError, TypeError, ValueError):
-                return math.nan
+        f = key_figures(record)
         self.summary_label.setText(
-            f"{record.label}: cycles {num('num_cycles'):.0f} · avg read latency "
-            f"{num('average_read_latency'):.1f} cycles · row-hit rate "
-            f"{num('row_hit_rate', 100.0):.1f} % · bandwidth "
-            f"{num('average_bandwidth'):.2f} GB/s · energy {num('total_energy'):.3e} pJ")
+            f"{record.label}: time {U.fmt(f['time_ns'], 'ns')} "
+            f"({U.fmt_cycles(f['cycles'], f['tCK_ns'])}) · avg read latency "
+            f"{U.fmt(f['read_latency_ns'], 'ns')} · row-hit rate "
+            f"{U.percent(f['row_hit_rate'])} · bandwidth "
+            f"{U.fmt(f['bandwidth_GBps'], 'GB/s')} · energy {U.fmt(f['energy_pJ'], 'pJ')} "
+            f"(core + IO; IO {U.fmt(f['io_energy_pJ'], 'pJ')})")
         if record.run_id is not None and self._run is None:
             self.status_label.setText(f"Stored run {record.run_id}: {record.n_epochs} epochs")
         self._update_compare_table()
@@ -460,7 +645,9 @@ class SimulationView(QWidget):
         self.energy_bars.setOpts(x0=[], y=[], height=[], width=[])
         self.energy_labels = []
         self.energy_values = np.zeros(0)
+        self.plots["energy"].setTitle("Energy (core + IO)")
         self.summary_label.setText("")
+        self._set_empty_ranges()
 
     def epoch_arrays(self) -> dict[str, np.ndarray]:
         """The epochs on the plots: end cycle, hit rate, bandwidth, latency, utilisation."""
@@ -471,14 +658,32 @@ class SimulationView(QWidget):
                     "utilisation": r.utilisation}
         return self._epochs.arrays()
 
+    def _seconds(self, cycles: np.ndarray, tck: float | None = None) -> np.ndarray:
+        """Cycles of a run (clock ``tck`` ns, default the shown run's) as seconds."""
+        t = self._tck if tck is None else tck
+        if not math.isfinite(t):
+            t = 1.0
+        return np.asarray(cycles, dtype=np.float64) * (t * 1e-9)
+
     def _draw_epochs(self, end: np.ndarray, hit: np.ndarray, bw: np.ndarray,
                      util: np.ndarray) -> None:
+        x = self._seconds(end)
         if util.size:
             self.heatmap.setImage(util, autoLevels=False, levels=(0.0, 1.0))
+            from PySide6.QtCore import QRectF
+            self.heatmap.setRect(QRectF(0.0, 0.0, float(x[-1]) if x.size else 1.0,
+                                        float(util.shape[0])))
+            self.plots["heatmap"].setXRange(0.0, float(x[-1]) if x.size else 1e-6, padding=0)
+            self.plots["heatmap"].setYRange(0.0, float(util.shape[0]), padding=0)
         else:
             self.heatmap.clear()
-        self.hit_rate_curve.setData(end, hit, connect="finite")
-        self.bandwidth_curve.setData(end, bw, connect="finite")
+        self.hit_rate_curve.setData(x, 100.0 * np.asarray(hit, dtype=np.float64),
+                                    connect="finite")
+        self.bandwidth_curve.setData(x, bw, connect="finite")
+        if x.size:
+            for name in ("hit_rate", "bandwidth"):
+                self.plots[name].enableAutoRange(axis="x", enable=True)
+            self._fit_bandwidth_axis()
 
     def _refresh(self) -> None:
         """Timer tick: draw the epochs that arrived since the last tick, in place."""
@@ -491,7 +696,9 @@ class SimulationView(QWidget):
 
     def _show_hist_and_energy(self, record: RunRecord) -> None:
         edges, counts = trim_histogram(record.read_latency_hist)
-        self.latency_curve.setData(edges, counts, stepMode="center")
+        self.latency_curve.setData(self._seconds(edges), counts, stepMode="center")
+        if counts.size:
+            self.plots["latency"].enableAutoRange(axis="xy", enable=True)
         s = record.summary
         try:
             from engine.power import COMPONENTS
@@ -509,6 +716,11 @@ class SimulationView(QWidget):
                                  height=np.full(len(items), 0.7))
         axis = self.plots["energy"].getAxis("left")
         axis.setTicks([list(zip(x.tolist(), self.energy_labels))])
+        total = U.energy_total_pj(s)
+        io = float(s.get("io_energy", math.nan))
+        self.plots["energy"].setTitle(f"Energy: {U.fmt(total, 'pJ')} (IO {U.fmt(io, 'pJ')})")
+        if items:
+            self.plots["energy"].enableAutoRange(axis="xy", enable=True)
 
     # ---------------------------------------------------------------- comparison
     def set_project(self, project: Any | None) -> None:
@@ -517,6 +729,7 @@ class SimulationView(QWidget):
         for rid in list(self.overlays):
             self.remove_overlay(rid)
         self.refresh_runs()
+        self.refresh_configs()
 
     def refresh_runs(self) -> None:
         """Re-read the project's runs into the Compare list (ticks kept where still there)."""
@@ -575,18 +788,24 @@ class SimulationView(QWidget):
         pen = pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine)
         name = key
         items: dict[str, Any] = {"colour": colour}
+        # each run on its own clock: the x axes are time, so runs of different memories line up
+        tck = tck_ns(record)
+        x = self._seconds(record.end, tck)
         items["hit_rate"] = self.plots["hit_rate"].plot(
-            record.end, record.row_hit_rate, pen=pen, name=name, connect="finite")
+            x, 100.0 * record.row_hit_rate, pen=pen, name=name, connect="finite")
         items["bandwidth"] = self.plots["bandwidth"].plot(
-            record.end, record.bandwidth_GBps, pen=pen, name=name, connect="finite")
+            x, record.bandwidth_GBps, pen=pen, name=name, connect="finite")
         edges, counts = trim_histogram(record.read_latency_hist)
         lat = pg.PlotDataItem(pen=pg.mkPen(colour, width=2))
-        lat.setData(edges, counts, stepMode="center")
+        lat.setData(self._seconds(edges, tck), counts, stepMode="center")
         self.plots["latency"].addItem(lat)
         self.legends["latency"].addItem(lat, name)
         items["latency"] = lat
         self.overlays[key] = record
         self._overlay_items[key] = items
+        for plot in OVERLAY_PLOTS:
+            self.plots[plot].enableAutoRange(axis="x", enable=True)
+        self._fit_bandwidth_axis()
         self._update_compare_table()
 
     def remove_overlay(self, key: str) -> None:
@@ -620,12 +839,17 @@ class SimulationView(QWidget):
         figs = [(key, key_figures(rec)) for key, rec in runs]
         base = key_figures(self.record) if self.record is not None else None
         rows = []
-        for key, label, unit, _scale in KEY_FIGURES:
-            row: list[Any] = [f"{label} ({unit})" if unit else label]
+        for key, label, unit, comparable in KEY_FIGURES:
+            csv_unit = {"ns": "ns", "GB/s": "GB/s", "%": "%", "pJ": "pJ", "cyc": "cycles"}[unit]
+            scale = 100.0 if unit == "%" else 1.0        # hit rate in % on screen and in CSV
+            row: list[Any] = [f"{label} ({csv_unit})"]
             for rkey, f in figs:
-                row.append(f[key])
+                row.append(f[key] * scale)
                 if rkey != "shown" and base is not None:
-                    row.append(percent_difference(f[key], base[key]))
+                    same_clock = f["tCK_ns"] == base["tCK_ns"]
+                    # cycles of two clocks are not comparable: no difference in %
+                    row.append(percent_difference(f[key], base[key])
+                               if comparable or same_clock else math.nan)
             rows.append(row)
         return header, rows
 
@@ -639,17 +863,26 @@ class SimulationView(QWidget):
         t.setHorizontalHeaderLabels(short)
         for c, h in enumerate(header[1:]):
             t.horizontalHeaderItem(c).setToolTip(h)
+        runs = ([self.record] if self.record is not None else []) + list(self.overlays.values())
+        col_run = []
+        for i, h in enumerate(header[1:]):
+            col_run.append(None if h.endswith(" diff %") else runs[len(
+                [x for x in header[1:i + 1] if not x.endswith(" diff %")])])
         for r, row in enumerate(rows):
+            key, _label, unit, _comparable = KEY_FIGURES[r]
             for c, value in enumerate(row[1:]):
                 diff = header[c + 1].endswith(" diff %")
                 if isinstance(value, float) and math.isnan(value):
-                    text = "n/a"
+                    text = "—" if diff else "n/a"
                 elif diff:
-                    text = f"{value:+.1f} %"
-                elif abs(value) >= 1e6:
-                    text = f"{value:.4g}"
+                    text = f"{value:+.1f} %".replace("-", "−")
+                elif unit == "%":
+                    text = f"{value:.1f} %"
+                elif unit == "cyc":
+                    rec = col_run[c]
+                    text = U.fmt_cycles(value, tck_ns(rec) if rec is not None else None)
                 else:
-                    text = f"{value:,.2f}" if value != int(value) else f"{int(value):,}"
+                    text = U.fmt(value, unit)
                 cell = QTableWidgetItem(text)
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 t.setItem(r, c, cell)
@@ -666,9 +899,9 @@ class SimulationView(QWidget):
                     for e in range(util.shape[1])]
             return ["bank", "epoch", "utilisation"], rows
         if plot in ("hit_rate", "bandwidth", "latency"):
-            name = {"hit_rate": "row_hit_rate", "bandwidth": "bandwidth_GBps",
+            name = {"hit_rate": "row_hit_rate_pct", "bandwidth": "bandwidth_GBps",
                     "latency": "reads"}[plot]
-            xname = "latency_cycles" if plot == "latency" else "cycle"
+            xname = "read_latency_ns" if plot == "latency" else "time_ns"
             curves = [("", {"hit_rate": self.hit_rate_curve, "bandwidth": self.bandwidth_curve,
                             "latency": self.latency_curve}[plot])]
             curves += [(k, items[plot]) for k, items in self._overlay_items.items()]
@@ -679,14 +912,16 @@ class SimulationView(QWidget):
                 if x is None or y is None:
                     continue
                 for a, b in zip(x, y):
-                    xv = int(a) if plot == "latency" else float(a)
+                    xv = float(a) * 1e9             # the plots are in s; CSV in ns
                     rows.append([xv, float(b)] if len(curves) == 1 else
                                 [key or (self.record.label if self.record else "this run"),
                                  xv, float(b)])
             return header, rows
         if plot == "energy":
-            return (["component", "energy_pJ"],
-                    [[k, float(v)] for k, v in zip(self.energy_labels, self.energy_values)])
+            rows = [[k, float(v)] for k, v in zip(self.energy_labels, self.energy_values)]
+            if self.record is not None:
+                rows.append(["total (core + IO)", U.energy_total_pj(self.record.summary)])
+            return ["component", "energy_pJ"], rows
         raise ValueError(f"unknown plot '{plot}'; expected one of {', '.join(PLOTS)}")
 
     def export_csv(self, path: str | Path, plot: str | None = None) -> Path:

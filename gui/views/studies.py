@@ -35,6 +35,12 @@ TRACE_COLUMNS = ("label", "path", "batch", "FLOPs", "kind")
 RESULT_COLUMNS = ("workload", "point", "status", "step time (µs)", "read latency (ns)",
                   "bandwidth (GB/s)", "row hits (%)", "energy (µJ)", "energy/byte (pJ)")
 HIDDEN_TAGS = ("order", "base")
+#: What the study plot can show: (metric key, label, unit of the metric, axis unit, scale)
+PLOT_METRICS = (("step_time_ns", "step time", "ns", "s", 1e-9),
+                ("avg_read_latency_ns", "read latency", "ns", "s", 1e-9),
+                ("bandwidth_GBps", "bandwidth (GB/s)", "GB/s", "", 1.0),
+                ("row_hit_rate", "row hits (%)", "%", "", 100.0),
+                ("energy_total_pJ", "energy (core + IO)", "pJ", "J", 1e-12))
 TIMING_DEFAULT = "tRCD"
 #: Which parameter editor each study shows: "timing", "configs", "variants" or "" (none).
 PARAM_KIND = {"timing": "timing", "technology": "configs", "memshare": "configs",
@@ -218,8 +224,35 @@ class StudiesView(QWidget):
         self.findings_text.setObjectName("findingsText")
         self.findings_text.setReadOnly(True)
         self.findings_text.setPlaceholderText("Findings appear here after Report…")
+        import pyqtgraph as pg
+        self.metric_combo = QComboBox()
+        self.metric_combo.setObjectName("studyMetricCombo")
+        for key, label, *_rest in PLOT_METRICS:
+            self.metric_combo.addItem(label, key)
+        self.metric_combo.currentIndexChanged.connect(lambda _i: self._draw_plot())
+        self.plot_widget = pg.PlotWidget()
+        self.plot_widget.setObjectName("studyPlot")
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setTitle("Points (ok)")
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush="#4c9be8")
+        self.plot.addItem(self.bars)
+        self.plot.setXRange(-0.5, 0.5)
+        self.plot.setYRange(0.0, 1.0)
+        plot_box = QWidget()
+        plot_lay = QVBoxLayout(plot_box)
+        plot_lay.setContentsMargins(0, 0, 0, 0)
+        prow2 = QHBoxLayout()
+        prow2.addWidget(QLabel("Plot"))
+        prow2.addWidget(self.metric_combo, 1)
+        plot_lay.addLayout(prow2)
+        plot_lay.addWidget(self.plot_widget, 1)
+        table_and_plot = QSplitter(Qt.Orientation.Horizontal)
+        table_and_plot.addWidget(self.results_table)
+        table_and_plot.addWidget(plot_box)
+        table_and_plot.setChildrenCollapsible(False)
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.results_table)
+        splitter.addWidget(table_and_plot)
         splitter.addWidget(self.findings_text)
 
         top = QWidget()
@@ -411,6 +444,11 @@ class StudiesView(QWidget):
         """Run the study the controls describe; errors in the inputs are shown, not raised."""
         if self.is_running():
             return False
+        if self.traces_table.rowCount() == 0:
+            self._show_error("Add a trace first: a study runs its configurations on one or "
+                             "more request traces (the Add… button under the traces table).", "")
+            self.status_label.setText("No trace: add one with Add…")
+            return False
         from engine.errors import DiffMemError
         try:
             setup = self.setup()
@@ -499,6 +537,44 @@ class StudiesView(QWidget):
         t.insertRow(r)
         for c, text in enumerate(record_row(record)):
             t.setItem(r, c, QTableWidgetItem(text))
+        self._draw_plot()
+
+    def plot_values(self) -> tuple[list[str], list[float]]:
+        """(point labels, values in the metric's unit) of the finished points on the plot."""
+        key = self.metric_combo.currentData()
+        labels, values = [], []
+        for rec in self.records:
+            if rec.get("status") != "ok" or key not in rec.get("metrics", {}):
+                continue
+            tags = rec.get("tags", {})
+            short = (f"{tags['param']}={tags['value']}" if "param" in tags and "value" in tags
+                     else point_text(tags))
+            labels.append((str(rec.get("label", "")), short))
+            values.append(float(rec["metrics"][key]))
+        if len({w for w, _p in labels}) > 1:        # workload names only when they differ
+            return [f"{w} {p}" for w, p in labels], values
+        return [p for _w, p in labels], values
+
+    def _draw_plot(self) -> None:
+        """The chosen metric of every finished point as bars (one per point, in order)."""
+        import numpy as np
+        i = max(0, self.metric_combo.currentIndex())
+        _key, label, _unit, axis_unit, scale = PLOT_METRICS[i]
+        labels, values = self.plot_values()
+        x = np.arange(len(values), dtype=np.float64)
+        shown = np.asarray(values, dtype=np.float64)
+        if axis_unit:                          # bars in the metric's unit, axis in SI
+            self.plot.getAxis("left").setScale(scale)
+            self.plot.setLabel("left", label, units=axis_unit)
+        else:
+            shown = shown * scale
+            self.plot.getAxis("left").setScale(1.0)
+            self.plot.setLabel("left", label)
+        self.bars.setOpts(x=x, height=shown, width=0.7)
+        self.plot.getAxis("bottom").setTicks([list(zip(x.tolist(), labels))])
+        if len(values):
+            self.plot.setXRange(-0.6, len(values) - 0.4, padding=0)
+            self.plot.setYRange(0.0, float(np.nanmax(shown)) * 1.08 or 1.0, padding=0)
 
     def _on_progress(self, done: int, total: int, record: dict) -> None:
         self.progress_bar.setRange(0, max(total, 1))
@@ -541,6 +617,42 @@ class StudiesView(QWidget):
         if self._target[0] == "project" and self.project() is not None:
             self.study_stored.emit(self._target[2])
         self.run_cancelled.emit()
+
+    # ---------------------------------------------------------------- stored studies
+    def show_stored(self, name: str) -> int:
+        """Show a study stored in the open project: its type, name, results table and
+        findings (nothing is simulated); Report… then writes its report.  Returns the
+        number of points shown."""
+        from engine.studies import get_study, load_project_study
+        project = self.project()
+        if project is None:
+            raise ValueError("no project is open")
+        document, records = load_project_study(project, name)
+        key = str(document.get("study", ""))
+        if self.study_combo.findData(key) >= 0:
+            self.set_study(key)
+        self.name_edit.setText(name)
+        self.results_table.setRowCount(0)
+        self._shown.clear()
+        self.records = []
+        for rec in records:
+            self._add_record(rec)
+        self._draw_plot()
+        self._target = ("project", project, name)
+        lines: list[str] = []
+        try:
+            analysis = get_study(key).analyse(document, records)
+            lines = [f.text for f in analysis.findings]
+        except Exception as exc:  # noqa: BLE001 - the table still shows
+            lines = [f"(no findings: {exc})"]
+        self.findings_lines = list(lines)
+        self.findings_text.setPlainText("\n".join(["Findings"] + [f"- {t}" for t in lines]))
+        ok = sum(1 for r in records if r.get("status") == "ok")
+        self.status_label.setText(f"Stored study '{name}' ({key}): {len(records)} point(s), "
+                                  f"{ok} ok — Report… writes its report")
+        self.progress_bar.setRange(0, max(1, len(records)))
+        self.progress_bar.setValue(len(records))
+        return len(records)
 
     # ---------------------------------------------------------------- report
     def stored_study(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:

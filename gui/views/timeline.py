@@ -1,0 +1,414 @@
+"""The DRAM command timeline: one lane per bank (grouped by channel, rank and bank group), every
+ACT / RD / WR / PRE / REF of a window of a run as a coloured mark, and each row's open
+interval (ACT to its PRE) as a bar; hovering a mark tells the command, its bank, row and
+column, and how long that row had been open.  The x axis is time (s, SI prefixes), the same
+as the simulation view's epoch plots, and can be linked to them (:meth:`link_x`).
+
+Fed by the engine's public command trace (``SimOptions.cmd_trace``, the format DRAMsim3
+writes, read back with ``engine.jedec_check.parse_command_trace``).  The engine has no option
+to record only a window, so :meth:`TimelineView.record` simulates the trace up to the
+window's end (``SimOptions.cycles``) in the usual child process and keeps the commands inside
+the window: a window early in a long trace costs little, a late one costs the run up to it.
+Request lifetimes (arrival to completion) are not shown: the command trace does not say
+which request a command serves.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton,
+                               QToolTip, QVBoxLayout, QWidget)
+
+#: command kind (the trace's names) -> (legend label, colour)
+KINDS = {"activate": ("ACT", "#2ca02c"), "read": ("RD", "#1f77b4"),
+         "read_p": ("RD", "#1f77b4"), "write": ("WR", "#ff7f0e"),
+         "write_p": ("WR", "#ff7f0e"), "precharge": ("PRE", "#d62728"),
+         "refresh": ("REF", "#9467bd"), "refresh_bank": ("REF", "#9467bd")}
+MARKS = ("ACT", "RD", "WR", "PRE", "REF")
+MARK_COLOURS = {"ACT": "#2ca02c", "RD": "#1f77b4", "WR": "#ff7f0e", "PRE": "#d62728",
+                "REF": "#9467bd"}
+MAX_LANE_LABELS = 64          # more lanes: only channel / rank / bank-group boundaries
+
+
+class TimelineView(QWidget):
+    """Lanes per bank, command marks and open-row bars of one recorded window."""
+
+    recorded = Signal(int)          # commands in the window, after a recording
+    record_failed = Signal(str, str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.cmds: list[Any] = []           # engine.jedec_check.Cmd inside the window
+        self.tck_ns = 1.0
+        self.layout_dims = (1, 1, 1, 1)     # channels, ranks, bank groups, banks per group
+        self.window = (0, 0)                # cycles
+        self.hover_text = ""
+        self.source: Any = None             # () -> (cfg, trace path): set by the window
+        self._run: Any = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+
+        self.start_spin = QDoubleSpinBox()
+        self.start_spin.setObjectName("timelineStart")
+        self.end_spin = QDoubleSpinBox()
+        self.end_spin.setObjectName("timelineEnd")
+        for spin, value in ((self.start_spin, 0.0), (self.end_spin, 5.0)):
+            spin.setRange(0.0, 1e9)
+            spin.setDecimals(3)
+            spin.setSuffix(" µs")
+            spin.setValue(value)
+        self.record_button = QPushButton("Record commands")
+        self.record_button.setObjectName("recordCommandsButton")
+        self.record_button.setToolTip("Simulate the Simulation tab's memory and trace up to "
+                                      "the window's end and show every command in the window")
+        self.record_button.clicked.connect(lambda: self.record_from_source())
+        self.link_check = QCheckBox("Link to epoch plots")
+        self.link_check.setObjectName("timelineLink")
+        self.link_check.setChecked(True)
+        self.link_check.toggled.connect(lambda on: self.link_x(self._link_target if on
+                                                               else None))
+        self._link_target: Any = None
+        self.status_label = QLabel("Choose a window and press Record commands")
+        self.status_label.setObjectName("timelineStatus")
+        self.hover_label = QLabel("")
+        self.hover_label.setObjectName("timelineHover")
+        self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.plot_widget = pg.PlotWidget()
+        self.plot_widget.setObjectName("timelinePlot")
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setTitle("DRAM commands (one lane per bank)")
+        self.plot.setLabel("bottom", "time", units="s")
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
+        self.plot.getAxis("left").setWidth(110)
+        self.plot.invertY(True)
+        self.plot.setMouseEnabled(x=True, y=True)
+        self.plot.showGrid(x=True, y=False, alpha=0.15)
+        self.open_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=[],
+                                         brush=pg.mkBrush(120, 120, 120, 70), pen=None)
+        self.plot.addItem(self.open_bars)
+        # one compact row in the top-right corner (over the lane area's empty top margin)
+        self.legend = self.plot.addLegend(offset=(-5, 1), brush=pg.mkBrush(20, 20, 20, 170),
+                                          colCount=len(MARKS))
+        self.marks: dict[str, pg.ScatterPlotItem] = {}
+        for name in MARKS:
+            item = pg.ScatterPlotItem(size=9, symbol="s" if name == "REF" else "o",
+                                      pen=None, brush=pg.mkBrush(MARK_COLOURS[name]),
+                                      name=name)
+            self.plot.addItem(item)            # named: the legend lists it once
+            self.marks[name] = item
+        self.plot.setXRange(0.0, 1e-6, padding=0)
+        self.plot.setYRange(-0.5, 0.5, padding=0)
+        self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Window from"))
+        row.addWidget(self.start_spin)
+        row.addWidget(QLabel("to"))
+        row.addWidget(self.end_spin)
+        row.addWidget(self.record_button)
+        row.addWidget(self.link_check)
+        row.addStretch(1)
+        self.status_label.setWordWrap(True)
+        lay = QVBoxLayout(self)
+        lay.addLayout(row)
+        lay.addWidget(self.status_label)
+        lay.addWidget(self.plot_widget, 1)
+        lay.addWidget(self.hover_label)
+
+    # ---------------------------------------------------------------- lanes
+    def lane(self, ch: int, rank: int, bg: int, bank: int) -> int:
+        _c, ranks, bgs, per = self.layout_dims
+        return ((ch * ranks + rank) * bgs + bg) * per + bank
+
+    def lanes(self) -> int:
+        c, r, g, b = self.layout_dims
+        return c * r * g * b
+
+    def lane_name(self, lane: int) -> str:
+        _c, ranks, bgs, per = self.layout_dims
+        b = lane % per
+        g = (lane // per) % bgs
+        r = (lane // (per * bgs)) % ranks
+        c = lane // (per * bgs * ranks)
+        return f"ch{c} r{r} bg{g} b{b}"
+
+    def _lane_ticks(self) -> None:
+        n = self.lanes()
+        _c, _r, bgs, per = self.layout_dims
+        if n <= MAX_LANE_LABELS:
+            major = [(i, self.lane_name(i)) for i in range(n)]
+        else:
+            major = [(i, self.lane_name(i).rsplit(" b", 1)[0]) for i in range(0, n, per)]
+        self.plot.getAxis("left").setTicks([major, []])
+
+    # ---------------------------------------------------------------- data
+    def seconds(self, cycles: Any) -> np.ndarray:
+        return np.asarray(cycles, dtype=np.float64) * (self.tck_ns * 1e-9)
+
+    def set_commands(self, cmds: Sequence[Any], cfg: Any, window: tuple[int, int]) -> int:
+        """Show the commands of ``cmds`` (``parse_command_trace`` records, sorted by cycle)
+        inside ``window`` (cycles, [start, end)); returns how many are drawn."""
+        self.tck_ns = float(cfg.tCK)
+        per = max(1, int(cfg.banks_per_group_eff))
+        self.layout_dims = (int(cfg.channels), int(cfg.ranks),
+                            max(1, int(cfg.banks) // per), per)
+        c0, c1 = window
+        self.window = (int(c0), int(c1))
+        keep = [c for c in cmds if c0 <= c.cycle < c1 and c.kind in KINDS]
+        self.cmds = keep
+        per_rank = self.layout_dims[2] * self.layout_dims[3]
+        pts: dict[str, tuple[list[float], list[float]]] = {m: ([], []) for m in MARKS}
+        open_since: dict[int, tuple[int, int]] = {}
+        bars_x0, bars_w, bars_y = [], [], []
+        self._row_open: dict[int, list[tuple[int, int, int]]] = {}
+        # rows opened before the window and still open in it count too: the recording
+        # starts at cycle 0, so every ACT before the window is known
+        for c in cmds:
+            if c.cycle >= c1:
+                break
+            if c.kind not in KINDS:
+                continue
+            inside = c.cycle >= c0
+            label = KINDS[c.kind][0]
+            if c.bank < 0 or c.bankgroup < 0:     # rank-level (refresh): every bank of it
+                if inside:
+                    base = self.lane(max(c.channel, 0), c.rank, 0, 0)
+                    for k in range(per_rank):
+                        pts[label][0].append(c.cycle)
+                        pts[label][1].append(base + k)
+                continue
+            ln = self.lane(c.channel, c.rank, c.bankgroup, c.bank)
+            if inside:
+                pts[label][0].append(c.cycle)
+                pts[label][1].append(ln)
+            if c.kind == "activate":
+                open_since[ln] = (c.cycle, c.row)
+            elif c.kind in ("precharge", "read_p", "write_p") and ln in open_since:
+                t0, row = open_since.pop(ln)
+                if c.cycle >= c0:
+                    bars_x0.append(max(t0, c0))
+                    bars_w.append(c.cycle - max(t0, c0))
+                    bars_y.append(ln)
+                    self._row_open.setdefault(ln, []).append((t0, c.cycle, row))
+        for ln, (t0, row) in open_since.items():          # still open at the window's end
+            bars_x0.append(max(t0, c0))
+            bars_w.append(c1 - max(t0, c0))
+            bars_y.append(ln)
+            self._row_open.setdefault(ln, []).append((t0, c1, row))
+        self._open_now = open_since
+        for name, (xs, ys) in pts.items():
+            self.marks[name].setData(x=self.seconds(xs), y=np.asarray(ys, dtype=np.float64))
+        self.open_bars.setOpts(x0=self.seconds(bars_x0), width=self.seconds(bars_w),
+                               y=np.asarray(bars_y, dtype=np.float64),
+                               height=np.full(len(bars_y), 0.6))
+        self._lane_ticks()
+        self.plot.setXRange(float(self.seconds(c0)), float(self.seconds(c1)), padding=0.01)
+        self.plot.setYRange(-1.6, self.lanes() - 0.4, padding=0)   # a row for the legend
+        counts = {m: len(pts[m][0]) for m in MARKS}
+        from gui.units import fmt
+        self.status_label.setText(
+            f"{len(keep)} commands from {fmt(float(self.seconds(c0)), 's')} to "
+            f"{fmt(float(self.seconds(c1)), 's')} on {cfg.name}: "
+            + ", ".join(f"{counts[m]} {m}" for m in MARKS))
+        return len(keep)
+
+    def mark_count(self, name: str) -> int:
+        x, _y = self.marks[name].getData()
+        return 0 if x is None else int(len(x))
+
+    # ---------------------------------------------------------------- hover
+    def describe_at(self, t_s: float, y: float, tol_s: float | None = None) -> str:
+        """The command nearest to time ``t_s`` in the lane at ``y`` (within ``tol_s``, default
+        1 % of the shown range), with the open interval of its row; "" if none."""
+        ln = int(round(y))
+        if not 0 <= ln < self.lanes() or not self.cmds:
+            return ""
+        if tol_s is None:
+            (x0, x1), _ = self.plot.getViewBox().viewRange()
+            tol_s = 0.01 * (x1 - x0)
+        best, dist = None, math.inf
+        for c in self.cmds:
+            if c.bank < 0 or c.bankgroup < 0:
+                base = self.lane(max(c.channel, 0), c.rank, 0, 0)
+                hit = base <= ln < base + self.layout_dims[2] * self.layout_dims[3]
+            else:
+                hit = self.lane(c.channel, c.rank, c.bankgroup, c.bank) == ln
+            if hit:
+                d = abs(float(self.seconds(c.cycle)) - t_s)
+                if d < dist:
+                    best, dist = c, d
+        if best is None or dist > tol_s:
+            return ""
+        from gui.units import fmt, fmt_cycles
+        c = best
+        label = KINDS[c.kind][0]
+        text = (f"{label} ({c.kind}) at {fmt(float(self.seconds(c.cycle)), 's')} "
+                f"({fmt_cycles(c.cycle, self.tck_ns)}) · {self.lane_name(ln)}")
+        if c.row >= 0:
+            text += f" · row {c.row:#x}"
+        if c.column >= 0:
+            text += f" col {c.column:#x}"
+        for t0, t1, row in self._row_open.get(ln, []):
+            if t0 <= c.cycle <= t1:
+                text += (f" · row {row:#x} open {fmt((t1 - t0) * self.tck_ns, 'ns')} "
+                         f"(ACT at {fmt(t0 * self.tck_ns, 'ns')})")
+                break
+        return text
+
+    def hover(self, t_s: float, y: float) -> str:
+        self.hover_text = self.describe_at(t_s, y)
+        self.hover_label.setText(self.hover_text)
+        return self.hover_text
+
+    def _on_mouse_moved(self, scene_pos: QPointF) -> None:
+        vb = self.plot.getViewBox()
+        if not vb.sceneBoundingRect().contains(scene_pos):
+            return
+        p = vb.mapSceneToView(scene_pos)
+        text = self.hover(p.x(), p.y())
+        if text:
+            QToolTip.showText(self.plot_widget.mapToGlobal(
+                self.plot_widget.mapFromScene(scene_pos)), text, self.plot_widget)
+
+    def link_x(self, plot: pg.PlotItem | None) -> None:
+        """Share the x axis (time) with another plot, e.g. the epoch plots: the same range
+        in both, whichever is zoomed (not pyqtgraph's setXLink, which lines views up by their
+        position on screen, and these sit in different tabs)."""
+        old = getattr(self, "_linked", None)
+        if old is not None:
+            old.getViewBox().sigXRangeChanged.disconnect(self._follow_other)
+            self.plot.getViewBox().sigXRangeChanged.disconnect(self._lead_other)
+        self._linked = plot
+        if plot is not None:
+            plot.getViewBox().sigXRangeChanged.connect(self._follow_other)
+            self.plot.getViewBox().sigXRangeChanged.connect(self._lead_other)
+            self._lead_other(self.plot.getViewBox(), None)
+
+    def linked_plot(self) -> pg.PlotItem | None:
+        return getattr(self, "_linked", None)
+
+    def _follow_other(self, vb: Any, _range: Any) -> None:
+        if getattr(self, "_syncing", False):
+            return
+        self._syncing = True
+        try:
+            self.plot.setXRange(*vb.viewRange()[0], padding=0)
+        finally:
+            self._syncing = False
+
+    def _lead_other(self, vb: Any, _range: Any) -> None:
+        other = getattr(self, "_linked", None)
+        if other is None or getattr(self, "_syncing", False):
+            return
+        self._syncing = True
+        try:
+            other.setXRange(*vb.viewRange()[0], padding=0)
+        finally:
+            self._syncing = False
+
+    def set_link_target(self, plot: pg.PlotItem) -> None:
+        """The epoch plot to follow while "Link time axis" is ticked (linked after each
+        recording, so the window's range is what both show)."""
+        self._link_target = plot
+
+    # ---------------------------------------------------------------- recording
+    def window_cycles(self, tck_ns: float) -> tuple[int, int]:
+        start = int(self.start_spin.value() * 1e3 / tck_ns)
+        end = int(self.end_spin.value() * 1e3 / tck_ns)
+        return start, max(end, start + 1)
+
+    def is_running(self) -> bool:
+        return self._run is not None
+
+    def record_from_source(self) -> bool:
+        if self.source is None or self.is_running():
+            return False
+        try:
+            cfg, trace = self.source()
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            self._show_error(f"Cannot record commands: {exc}", "")
+            return False
+        return self.record(cfg, trace)
+
+    def record(self, cfg: Any, trace: str | Path, window: tuple[int, int] | None = None
+               ) -> bool:
+        """Simulate ``trace`` on ``cfg`` up to the window's end with the command trace on
+        (child process) and show the window's commands when it finishes."""
+        if self.is_running():
+            return False
+        from gui.workers import start_simulation
+        window = window or self.window_cycles(float(cfg.tCK))
+        self._tmp = tempfile.TemporaryDirectory(prefix="diffmem-cmds-")
+        path = Path(self._tmp.name) / "commands.txt"
+        options = {"cycles": int(window[1]), "cmd_trace": str(path),
+                   "epoch": max(100, int(window[1]))}
+        self._pending = (cfg, path, window)
+        run = start_simulation(cfg, [str(trace)], options, parent=self)
+        run.finished.connect(self._on_recorded)
+        run.failed.connect(self._on_failed)
+        run.cancelled.connect(self._on_cancelled)
+        self._run = run
+        self.record_button.setEnabled(False)
+        self.status_label.setText(f"Recording commands of {Path(trace).name} on {cfg.name}…")
+        return True
+
+    def _done(self) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            run.deleteLater()
+        self.record_button.setEnabled(True)
+
+    def _on_recorded(self, _stats: Any) -> None:
+        from engine.jedec_check import parse_command_trace
+        from engine.simulator import cmd_trace_paths
+        cfg, path, window = self._pending
+        self._done()
+        import dataclasses
+        cmds = []
+        try:
+            for i, p in enumerate(cmd_trace_paths(path, int(cfg.channels))):
+                if p.exists():          # refresh lines carry channel -1: the file says which
+                    cmds.extend(c if c.channel >= 0 else dataclasses.replace(c, channel=i)
+                                for c in parse_command_trace(p))
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            self._show_error(f"Cannot read the command trace: {exc}", "")
+            return
+        finally:
+            if self._tmp is not None:
+                self._tmp.cleanup()
+                self._tmp = None
+        cmds.sort(key=lambda c: c.cycle)
+        n = self.set_commands(cmds, cfg, window)
+        if self.link_check.isChecked() and self._link_target is not None:
+            self.link_x(self._link_target)          # the epoch plots zoom to the window
+        self.recorded.emit(n)
+
+    def _on_failed(self, message: str, details: str) -> None:
+        self._done()
+        self.status_label.setText("Recording failed: " + message)
+        self._show_error(message, details)
+        self.record_failed.emit(message, details)
+
+    def _on_cancelled(self) -> None:
+        self._done()
+        self.status_label.setText("Recording cancelled")
+
+    def shutdown(self, timeout_ms: int = 30000) -> None:
+        run = self._run
+        if run is not None:
+            run.cancel()
+            run.thread.wait(timeout_ms)
+
+    def _show_error(self, msg: str, details: str) -> None:
+        from PySide6.QtWidgets import QMessageBox
+        box = QMessageBox(QMessageBox.Icon.Critical, "Command timeline", msg,
+                          QMessageBox.StandardButton.Ok, self)
+        if details:
+            box.setDetailedText(details)
+        box.exec()

@@ -145,7 +145,6 @@ class OptimizerWorker(QObject):
         self.job = job
         self._cancel = threading.Event()
         self._stop = threading.Event()
-        self._budget: Any = None
         self._pending: list[dict[str, Any]] = []
         self._last_emit = 0.0
         # ("finished", [outcomes]) | ("failed", (msg, tb)) | ("cancelled", [outcomes so far])
@@ -156,13 +155,10 @@ class OptimizerWorker(QObject):
         self._cancel.set()
 
     def stop(self) -> None:
-        """Stop soon and keep the best schedule so far: the method's budget is spent now
-        (every limit set to its smallest value), so it ends as when its budget runs out, with
-        its best candidate repaired and scored; no further method starts."""
+        """Stop soon and keep the best schedule so far: the running method's budget
+        (``Budget.stop``, shared by its stages) reads as spent, so it ends as when its budget
+        runs out, with its best candidate repaired and scored; no further method starts."""
         self._stop.set()
-        b = self._budget
-        if b is not None:
-            b.evaluations, b.seconds, b.cpu_seconds = 1, 1e-9, 1e-9
 
     def is_cancelled(self) -> bool:
         return self._cancel.is_set()
@@ -218,15 +214,11 @@ class OptimizerWorker(QObject):
                 raise OptimizationCancelled("cancelled between methods")
             if self._stop.is_set():
                 break
-            # one Budget per method: stop() spends the running method's budget
+            # stop() makes the running method's budget (and every stage's share) read as spent
             budget = Budget(evaluations=job.evaluations, seconds=job.seconds,
-                            cpu_seconds=job.cpu_seconds)
-            self._budget = budget
-            if self._stop.is_set():          # stop() came while the budget was being made
-                budget.evaluations, budget.seconds, budget.cpu_seconds = 1, 1e-9, 1e-9
+                            cpu_seconds=job.cpu_seconds, stop=self._stop.is_set)
             res, space = optimize(net, hw, m, budget, job.seed, self._on_progress,
                                   self._cancel.is_set)
-            self._budget = None
             self._flush()
             sched = schedule_json(res, space)
             history = [progress_dict(p) for p in res.history]

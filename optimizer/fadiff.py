@@ -246,8 +246,8 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
     if budget is None:
         budget = Budget(evaluations=DEFAULT_STEPS * st.chains * len(ORDER_PAIRS) * L)
     # keep a little of a time budget for the final repair and exact evaluation
-    tracker = Tracker(NAME, Budget(budget.evaluations, _less(budget.seconds),
-                                   _less(budget.cpu_seconds)), progress, cancel)
+    tracker = Tracker(NAME, budget.derive(budget.evaluations, _less(budget.seconds),
+                                          _less(budget.cpu_seconds)), progress, cancel)
     tracker.check_cancel()
     gen = torch.Generator().manual_seed(seed)
     K = _chains_for(space, budget, st.chains)

@@ -74,8 +74,8 @@ def _left(budget: Budget, t0: float, c0: float, evaluations: int, reserve: float
     def rest(limit: float | None, used: float) -> float | None:
         return None if limit is None else max(MIN_STAGE, limit * (1 - reserve) - used)
     ev = None if budget.evaluations is None else max(1, budget.evaluations - evaluations)
-    return Budget(ev, rest(budget.seconds, time.perf_counter() - t0),
-                  rest(budget.cpu_seconds, time.process_time() - c0))
+    return budget.derive(ev, rest(budget.seconds, time.perf_counter() - t0),
+                         rest(budget.cpu_seconds, time.process_time() - c0))
 
 
 def optimize(network: Network | str | Path, hw: GemminiHardware | str | Path,

@@ -36,6 +36,10 @@ class Budget:
     evaluations: int | None = None
     seconds: float | None = None
     cpu_seconds: float | None = None
+    # asked between steps: True ends the run as if the budget were spent (the best candidate
+    # is kept, repaired and scored) -- the GUI's "stop and keep the best"; every budget derived
+    # from this one (a stage's share, what is left) shares it
+    stop: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.evaluations is None and self.seconds is None and self.cpu_seconds is None:
@@ -51,8 +55,16 @@ class Budget:
         if not 0 < fraction <= 1:
             raise ValueError(f"a budget share must be in (0, 1], got {fraction!r}")
         ev = None if self.evaluations is None else max(1, int(self.evaluations * fraction))
-        return Budget(ev, None if self.seconds is None else self.seconds * fraction,
-                      None if self.cpu_seconds is None else self.cpu_seconds * fraction)
+        return self.derive(ev, None if self.seconds is None else self.seconds * fraction,
+                           None if self.cpu_seconds is None else self.cpu_seconds * fraction)
+
+    def derive(self, evaluations: int | None, seconds: float | None,
+               cpu_seconds: float | None) -> "Budget":
+        """A budget with these limits that shares this one's ``stop``."""
+        return Budget(evaluations, seconds, cpu_seconds, stop=self.stop)
+
+    def stopped(self) -> bool:
+        return self.stop is not None and bool(self.stop())
 
     def to_dict(self) -> dict[str, Any]:
         return {"evaluations": self.evaluations, "cpu_seconds": self.cpu_seconds,
@@ -122,6 +134,8 @@ class Tracker:
         """The share of the budget spent, 0..1 (the largest over the limits that are set):
         one progress clock for every schedule a method anneals."""
         b, parts = self.budget, [0.0]
+        if b.stopped():
+            return 1.0
         if b.evaluations is not None:
             parts.append(self.evaluations / b.evaluations)
         if b.seconds is not None:

@@ -172,3 +172,18 @@ def test_cli_optimize_cpu_seconds_no_refine(tmp_path: Path,
             assert data["edp"] <= data["raw_search"]["edp"]
         assert data["cpu_s"] <= 1.1 + 0.5        # budget + space build and final evaluation
     capsys.readouterr()
+
+
+def test_stop_is_shared_by_every_stage_and_keeps_the_best(space: SearchSpace) -> None:
+    """The GUI's "stop and keep the best": a budget's ``stop`` reaches the search's share and
+    the refinement's rest, so a run stopped early ends at once with a valid, scored schedule
+    instead of running out its (here huge) budget."""
+    parent = Budget(cpu_seconds=600.0, stop=lambda: calls.append(1) or len(calls) > 40)
+    calls: list[int] = []
+    assert parent.share(0.5).stop is parent.stop
+    assert parent.derive(10, None, None).stop is parent.stop
+    c0 = time.process_time()
+    res, _ = optimize(space.net, space.hw, "fadiff", parent, seed=0)
+    assert time.process_time() - c0 < 60            # far from the 600 CPU-s budget
+    assert len(calls) > 40                           # it was asked, and it stopped
+    assert res.result.valid and np.isfinite(res.result.edp)

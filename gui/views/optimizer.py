@@ -55,7 +55,10 @@ SPEC_ROLE = Qt.ItemDataRole.UserRole
 LEFT_AXIS_PX = 100            # left axis width of every timeline plot
 STOP_GRACE_MS = 1500          # Cancel keeps the best so far; a method that has not ended by
                               # then is cancelled outright (its result is lost)
-BUDGET_KINDS = ("evaluations", "CPU seconds", "seconds")
+BUDGET_KINDS = ("CPU seconds", "evaluations", "seconds")
+# the amount a budget kind starts at when chosen: 6 CPU-s searches ResNet18 on Gemmini-large
+# with the refinement (RESULTS, issue 13); 50 000 layer-mapping evaluations is optimize()'s default
+BUDGET_DEFAULTS = {"CPU seconds": 6, "evaluations": 50_000, "seconds": 30}
 
 
 def _networks() -> list[str]:
@@ -135,11 +138,14 @@ class OptimizerView(QWidget):
         self.budget_spin = QSpinBox()
         self.budget_spin.setObjectName("budgetSpin")
         self.budget_spin.setRange(1, 10_000_000)
-        self.budget_spin.setValue(1000)
+        self.budget_spin.setValue(BUDGET_DEFAULTS[BUDGET_KINDS[0]])
         self.budget_kind = self._combo("budgetKind", list(BUDGET_KINDS))
-        self.budget_kind.setToolTip("evaluations: cost-model evaluations; CPU seconds: this "
-                                    "process's CPU time (steady under load); seconds: wall "
+        self.budget_kind.setToolTip("CPU seconds: this process's CPU time (steady under load, "
+                                    "what comparisons use); evaluations: layer-mapping "
+                                    "evaluations (one layer under one mapping); seconds: wall "
                                     "time")
+        self.budget_kind.currentTextChanged.connect(
+            lambda kind: self.budget_spin.setValue(BUDGET_DEFAULTS.get(kind, 1)))
         self.run_button = QPushButton("Run")
         self.run_button.setObjectName("runButton")
         self.run_button.clicked.connect(lambda: self.start())

@@ -387,6 +387,28 @@ def _edp_line(d: dict[str, Any]) -> str:
             f"{'valid' if d['valid'] else 'INVALID'}")
 
 
+def cmd_project(args: argparse.Namespace) -> int:
+    """Check a project file: its structure, and that every trace it refers to is readable
+    (and stays inside the project's folder unless --allow-external)."""
+    from engine.errors import DiffMemError
+    from projects.store import Project
+    bad = 0
+    with Project.open(args.file, readonly=True, allow_external=args.allow_external) as p:
+        print(f"{p.path}: schema {p.schema_on_disk}; {len(p.configs())} config(s), "
+              f"{len(p.traces())} trace(s), {len(p.runs())} run(s), {len(p.studies())} "
+              f"study(ies), {len(p.optimizer_runs())} optimiser run(s)")
+        for name in p.traces():
+            try:
+                src = p.trace_source(name)
+                n = sum(len(c) for c in src.iter_chunks())
+                where = "embedded" if src.embedded else str(src.path)
+                print(f"  trace {name}: {n} requests ({where})")
+            except DiffMemError as exc:
+                bad += 1
+                print(f"  trace {name}: error: {exc}", file=sys.stderr)
+    return 2 if bad else 0
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from optimizer.methods import optimize, schedule_json
 
@@ -775,6 +797,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accelerator clock in GHz (default 1.0)")
     p.add_argument("--out", required=True, metavar="COSIM.json", help="results output")
     p.set_defaults(func=cmd_cosim)
+
+    p = sub.add_parser("project", help="check a project file (structure, traces it refers to)",
+                       description="Open a project read-only, check its structure and read "
+                                   "every trace it holds or refers to. A reference leading "
+                                   "out of the project's folder is refused unless "
+                                   "--allow-external.")
+    p.add_argument("file", metavar="PROJECT", help="the .dmproj file")
+    p.add_argument("--allow-external", action="store_true",
+                   help="allow trace references outside the project's folder")
+    p.set_defaults(func=cmd_project)
 
     p = sub.add_parser("selfcheck", description="Check this installation: resources, numba "
                                                 "kernels, torch autograd, optimiser imports.")

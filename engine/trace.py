@@ -494,8 +494,16 @@ def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.n
 
 
 def _text_error(path: Path, line_no: int, text: bytes, code: int, last_cycle: int,
-                capacity: int | None) -> TraceError:
-    """The TraceError for a bad text line (``text`` without its newline)."""
+                capacity: int | None, seen: int = 1) -> TraceError:
+    """The TraceError for a bad text line (``text`` without its newline).
+
+    ``seen``: requests read before this line. With none, a line that is not even shaped like
+    a request means the file has not shown itself to be a trace at all (it may be any file a
+    hostile project pointed at), so its content is never quoted."""
+    if seen <= 0 and code not in (_E_CAPACITY, _E_ADDR_RANGE, _E_CYCLE_RANGE):
+        return TraceError(f"not a request trace: line {line_no} is not a request "
+                          f"({_TEXT_EXPECTED}; the line is not shown because nothing before "
+                          f"it was a valid request)", path=path, line=line_no)
     shown = text.decode("utf-8", "replace").strip()
     if len(shown) > 120:
         shown = shown[:117] + "..."
@@ -595,7 +603,8 @@ def _iter_text(path: Path, *, chunk_size: int, strict: bool, capacity_bytes: int
                     s = int(state[_S_POS])
                     e = s + int(np.argmax(buf[s:fill] == 10))
                     raise _text_error(path, line_base + lines + 1, bytes(buf[s:e]),
-                                      int(state[_S_ERR]), int(state[_S_LAST]), capacity_bytes)
+                                      int(state[_S_ERR]), int(state[_S_LAST]), capacity_bytes,
+                                      seen=total + int(state[_S_N]))
                 line_base += lines
                 n = int(state[_S_N])
                 if n < chunk_size:
@@ -723,8 +732,8 @@ def _read_binary_header(path: Path, f: IO[bytes]) -> int:
                          f"header", path=path)
     head = np.frombuffer(raw, BINARY_HEADER)[0]
     if bytes(head["magic"]) != BINARY_MAGIC:
-        raise TraceError(f"expected magic bytes {BINARY_MAGIC!r} at the start of a binary "
-                         f"trace, got {bytes(raw[:8])!r}", path=path)
+        raise TraceError(f"not a binary trace: expected magic bytes {BINARY_MAGIC!r} at the "
+                         f"start (the file's own bytes are not shown)", path=path)
     if int(head["version"]) != BINARY_VERSION:
         raise TraceError(f"binary trace version {int(head['version'])} is not supported: "
                          f"expected version {BINARY_VERSION}", path=path)

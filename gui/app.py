@@ -336,7 +336,8 @@ class MainWindow(QMainWindow):
                 project.add_config(cfg_name, load_config(cfg_name))
             trace_name = self._trace_name(project, trace_path)
             if trace_name not in project.traces():
-                project.add_trace(trace_name, trace_path, embed=False)
+                project.add_trace(trace_name, trace_path, embed=False,
+                                  allow_external=True)   # the file the user chose
             run_id = project.add_run(None, cfg_name, trace_name, {"epoch": epoch}, stats)
         except Exception as exc:  # noqa: BLE001 - the run is not lost from the view
             self._show_error(f"Cannot store the run in the project: {exc}")

@@ -336,12 +336,18 @@ def cmd_study(args: argparse.Namespace) -> int:
             print(f"  [{done}/{total}] {record.get('label')} {tags}{state}", file=sys.stderr,
                   flush=True)
 
+        security = None
+        if args.cluster:
+            from engine.studies.runner import check_cluster_address, cluster_security
+            security = cluster_security(check_cluster_address(args.cluster),
+                                        ca_file=args.tls_ca_file, cert=args.tls_cert,
+                                        key=args.tls_key)
         where = f"cluster {args.cluster}" if args.cluster else (
             f"{args.workers} worker process(es)" if args.workers else "local worker processes")
         print(f"study {args.name}: running on {where}", flush=True)
         outcome = run_study(args.name, setup, folder=args.out if project is None else None,
                             project=project, study_name=study_name, workers=args.workers,
-                            cluster=args.cluster, progress=progress)
+                            cluster=args.cluster, progress=progress, security=security)
         print(f"{len(outcome.document['points'])} points: {outcome.ran} simulated, "
               f"{outcome.reused} reused from earlier runs")
         if project is not None:
@@ -701,7 +707,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local worker processes (default: one per core; 0 = in this process)")
     p.add_argument("--cluster", metavar="tcp://HOST:PORT",
                    help="run on this Dask scheduler (workers need this repository and the "
-                        "trace files)")
+                        "trace files); tls://HOST:PORT for TLS")
+    p.add_argument("--tls-ca-file", metavar="PEM", help="tls:// cluster: CA certificate")
+    p.add_argument("--tls-cert", metavar="PEM", help="tls:// cluster: client certificate")
+    p.add_argument("--tls-key", metavar="PEM", help="tls:// cluster: client key (if not in "
+                                                     "the certificate file)")
     p.add_argument("--out", metavar="DIR",
                    help="folder for study.json, results.jsonl, report.html, report.pdf")
     p.add_argument("--project", metavar="FILE", help="store the study in this project file")

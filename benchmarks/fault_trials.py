@@ -54,6 +54,9 @@ import numpy as np
 from engine.config import load_config
 from engine.errors import DiffMemError
 from projects.store import Project
+if os.environ.get("DIFFMEM_TRIAL_NO_SPACE_CHECK"):      # the second line of defence alone
+    import projects.safefs as F
+    F.free_bytes = lambda folder: None
 folder, trace, steps = sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 path = os.path.join(folder, "p.dmproj")
 cfg = load_config("DDR4-3200")

@@ -792,7 +792,10 @@ def _h5_group(path: Path, h5file: Any, group: str) -> Any:
     else:
         g = h5file.get(group)
     if g is None or not isinstance(g, h5py.Group):
-        have = [k for k, v in h5file.items() if isinstance(v, h5py.Group)]
+        # only groups that hold a trace are named: the names of an arbitrary HDF5 file (one
+        # a hostile project pointed at) are its content and are not shown
+        have = [k for k, v in h5file.items() if isinstance(v, h5py.Group)
+                and "addr" in v and "cycle" in v][:8]
         raise TraceError(f"no trace group {group!r} in the file: expected one of "
                          f"{have or 'a group holding addr, cycle, is_write datasets'}",
                          path=path)

@@ -305,3 +305,31 @@ def test_cli_project_check_refuses_then_allows(layout):
     r = subprocess.run(run + ["--allow-external"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "not a request trace" in r.stderr
     assert "root:" not in r.stderr + r.stdout and "20228" not in r.stderr + r.stdout
+
+
+def test_save_on_a_full_disk_is_clean_and_keeps_the_last_save(tmp_path, monkeypatch):
+    """The second line of defence: the free-space check passed, yet the disk fills while the
+    copy is written (os.write ENOSPC): a clean error, the old file intact, nothing left."""
+    import errno
+    from projects import store
+    path = tmp_path / "p.dmproj"
+    with Project.create(path) as p:
+        p.add_config("a", load_config("DDR4-3200"))
+        p.save()
+    before = path.read_bytes()
+    real_write = os.write
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with Project.open(path) as p:
+        p.add_config("b", load_config("DDR4-3200"))
+        monkeypatch.setattr(store.os, "write", full)
+        with pytest.raises(ProjectError, match="cannot save: the disk is full"):
+            p.save()
+        monkeypatch.setattr(store.os, "write", real_write)
+        assert path.read_bytes() == before
+        assert not list(tmp_path.glob("*.tmp"))
+        p.save()                                   # space again: the session goes on
+    with Project.open(path) as p:
+        assert p.configs() == ["a", "b"]

@@ -49,6 +49,7 @@ POLL_S = 0.2
 #: Seconds to reach a Dask scheduler, and to wait for a (first or replacement) worker.
 CONNECT_TIMEOUT_S = 20.0
 WORKER_TIMEOUT_S = 60.0
+RESULT_WAIT_S = 2.0
 _ADDRESS_RE = re.compile(r"^(?P<scheme>tcp|tls)://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)"
                          r":(?P<port>\d{1,5})/?$")
 
@@ -209,13 +210,19 @@ def _dask(points: Sequence[dict[str, Any]], cluster: Any, cancel: CancelFn | Non
             pending = [f for f in pending if id(f) not in taken]
             for fut in ready:
                 try:
-                    yield fut.result()
-                except (OSError, TimeoutError) as exc:
+                    # done() may be stale (a lost worker's task is rescheduled): never wait
+                    # long here; a future that is not ready goes back to the pending list
+                    record = fut.result(timeout=RESULT_WAIT_S)
+                except TimeoutError:
+                    pending.append(fut)
+                    continue
+                except OSError as exc:
                     raise StudyError(f"lost the Dask scheduler at {where}: {exc}") from exc
                 except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker, a worker bug
                     raise StudyError(f"point {fut.key}: the Dask worker failed "
                                      f"({type(exc).__name__}: {exc}); finished points are "
                                      f"kept: run again to resume") from exc
+                yield record
     finally:
         if futures:
             try:

@@ -364,7 +364,8 @@ def _structure_problems(h5: h5py.File, version: int) -> list[str]:
     for name in S.TOP_GROUPS:
         obj = h5.get(name, getlink=True)
         if obj is None:
-            if version >= 1:
+            # /studies and /optimizer_runs came later within schema 1: optional
+            if version >= 1 and name in (S.CONFIGS, S.TRACES, S.RUNS):
                 problems.append(f"/{name} is missing")
             continue
         if not isinstance(obj, h5py.HardLink):
@@ -578,6 +579,9 @@ class Project:
                 raise _write_failed(p, "make the working copy", e) from None
             try:
                 S.migrate(h5, version)
+                for name in (S.STUDIES, S.OPTIMIZER_RUNS):
+                    if name not in h5:
+                        h5.require_group(name).attrs[S.ATTR_NX_CLASS] = "NXcollection"
                 h5.flush()
             except Exception as e:
                 if isinstance(e, DiffMemError):
@@ -700,6 +704,8 @@ class Project:
             raise ProjectError(f"a {kind} named {name!r} already exists", path=self.path)
 
     def names(self, kind: str) -> list[str]:
+        if kind in S.KINDS and S.KINDS[kind] not in self.h5:
+            return []                      # an optional group absent from an older file
         return sorted(self._group(kind))
 
     @_write_op("rename")

@@ -237,6 +237,19 @@ def test_damaged_structure_is_a_clean_error(tmp_path, how, expect):
     assert sorted(x.name for x in tmp_path.iterdir()) == ["p.dmproj"]   # no lock, no copy
 
 
+def test_older_schema_1_files_without_studies_still_open(tmp_path):
+    path = tmp_path / "p.dmproj"
+    Project.create(path).close()
+    with h5py.File(path, "a") as h5:
+        del h5["studies"]
+        del h5["optimizer_runs"]
+    with Project.open(path, readonly=True) as p:
+        assert p.studies() == [] and p.optimizer_runs() == []
+    with Project.open(path) as p:
+        p.add_optimizer_run("o", {}, {})
+        p.save()
+
+
 def test_orphans_of_interrupted_saves_are_removed_on_open(tmp_path):
     path = tmp_path / "p.dmproj"
     Project.create(path).close()

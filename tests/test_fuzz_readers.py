@@ -200,7 +200,8 @@ def test_project_arbitrary_bytes(data):
         shutil.rmtree(d, ignore_errors=True)
 
 
-ATTR_VALUES = st.one_of(st.text(max_size=20), st.integers(min_value=-2**63, max_value=2**63 - 1),
+ATTR_VALUES = st.one_of(st.text(st.characters(blacklist_characters="\x00"), max_size=20),
+                        st.integers(min_value=-2**63, max_value=2**63 - 1),
                         st.sampled_from(["[1, 2]", "{", "external", "embedded",
                                          "../../../../etc/passwd", "/etc/passwd"]))
 

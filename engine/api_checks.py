@@ -66,8 +66,9 @@ def check_feed(addr: Any, is_write: Any, cycle: Any, stream: Any, *, last_cycle:
         raise SimulatorInputError("arrays differ in length: " + ", ".join(
             f"{k} {v}" for k, v in lengths.items()))
     if n == 0:
-        return (a.astype(np.uint64), w.astype(np.int64), c.astype(np.int64),
-                None if s is None else s.astype(np.int64))
+        return (a.astype(np.uint64, copy=False), w.astype(np.int64, copy=False),
+                c.astype(np.int64, copy=False),
+                None if s is None else s.astype(np.int64, copy=False))
 
     def first(mask: np.ndarray) -> int:
         return int(np.argmax(mask))
@@ -82,7 +83,7 @@ def check_feed(addr: Any, is_write: Any, cycle: Any, stream: Any, *, last_cycle:
     if c.dtype.kind == "u" and c.max() > MAX_CYCLE:
         k = first(c > MAX_CYCLE)
         raise SimulatorInputError(f"request {first_id + k}: cycle {int(c[k])} is beyond 2^62")
-    c = c.astype(np.int64)
+    c = c.astype(np.int64, copy=False)
     if c.min() < 0:
         k = first(c < 0)
         raise SimulatorInputError(f"request {first_id + k}: cycle {int(c[k])} is negative")
@@ -93,7 +94,7 @@ def check_feed(addr: Any, is_write: Any, cycle: Any, stream: Any, *, last_cycle:
         raise SimulatorInputError(f"request {first_id}: cycle {int(c[0])} is before the "
                                   f"previous request's cycle {last_cycle}: expected "
                                   f"non-decreasing cycles")
-    if n > 1:
+    if n > 1 and np.any(c[1:] < c[:-1]):
         down = np.flatnonzero(c[1:] < c[:-1])
         if down.size:
             k = int(down[0]) + 1
@@ -104,8 +105,8 @@ def check_feed(addr: Any, is_write: Any, cycle: Any, stream: Any, *, last_cycle:
         k = first((s < 0) | (s > 65535))
         raise SimulatorInputError(f"request {first_id + k}: stream {int(s[k])} is out of range "
                                   f"0..65535")
-    return (a.astype(np.uint64), w.astype(np.int64), c,
-            None if s is None else s.astype(np.int64))
+    return (a.astype(np.uint64, copy=False), w.astype(np.int64, copy=False), c,
+            None if s is None else s.astype(np.int64, copy=False))
 
 
 def check_gaps(cycles: np.ndarray, start: int, *, first_id: int, ref_interval: int,
@@ -113,6 +114,11 @@ def check_gaps(cycles: np.ndarray, start: int, *, first_id: int, ref_interval: i
     """Refuse an idle gap (from ``start``, then between consecutive requests) that would
     take more than MAX_GAP_REFRESHES refresh intervals or MAX_GAP_EPOCHS epochs."""
     if cycles.shape[0] == 0:
+        return
+    # the span of the whole chunk bounds every gap in it: look closer only when it is long
+    limit = min(MAX_GAP_REFRESHES * max(ref_interval, 1),
+                MAX_GAP_EPOCHS * epoch_len if epoch_len > 0 else 2**63)
+    if int(cycles[-1]) - start <= limit:
         return
     prev = np.concatenate(([start], cycles[:-1]))
     gaps = cycles - prev

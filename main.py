@@ -337,12 +337,18 @@ def cmd_study(args: argparse.Namespace) -> int:
             print(f"  [{done}/{total}] {record.get('label')} {tags}{state}", file=sys.stderr,
                   flush=True)
 
+        security = None
+        if args.cluster:
+            from engine.studies.runner import check_cluster_address, cluster_security
+            security = cluster_security(check_cluster_address(args.cluster),
+                                        ca_file=args.tls_ca_file, cert=args.tls_cert,
+                                        key=args.tls_key)
         where = f"cluster {args.cluster}" if args.cluster else (
             f"{args.workers} worker process(es)" if args.workers else "local worker processes")
         print(f"study {args.name}: running on {where}", flush=True)
         outcome = run_study(args.name, setup, folder=args.out if project is None else None,
                             project=project, study_name=study_name, workers=args.workers,
-                            cluster=args.cluster, progress=progress)
+                            cluster=args.cluster, progress=progress, security=security)
         print(f"{len(outcome.document['points'])} points: {outcome.ran} simulated, "
               f"{outcome.reused} reused from earlier runs")
         if project is not None:
@@ -400,6 +406,28 @@ def _edp_line(d: dict[str, Any]) -> str:
     return (f"EDP {d['edp_j_cycles']:.4g} J x cycles ({d['edp_uj_cycles']:.4g} uJ x cycles), "
             f"energy {d['energy_pj'] * 1e-6:.4g} uJ, latency {d['latency_cycles']:.4g} cycles, "
             f"{'valid' if d['valid'] else 'INVALID'}")
+
+
+def cmd_project(args: argparse.Namespace) -> int:
+    """Check a project file: its structure, and that every trace it refers to is readable
+    (and stays inside the project's folder unless --allow-external)."""
+    from engine.errors import DiffMemError
+    from projects.store import Project
+    bad = 0
+    with Project.open(args.file, readonly=True, allow_external=args.allow_external) as p:
+        print(f"{p.path}: schema {p.schema_on_disk}; {len(p.configs())} config(s), "
+              f"{len(p.traces())} trace(s), {len(p.runs())} run(s), {len(p.studies())} "
+              f"study(ies), {len(p.optimizer_runs())} optimiser run(s)")
+        for name in p.traces():
+            try:
+                src = p.trace_source(name)
+                n = sum(len(c) for c in src.iter_chunks())
+                where = "embedded" if src.embedded else str(src.path)
+                print(f"  trace {name}: {n} requests ({where})")
+            except DiffMemError as exc:
+                bad += 1
+                print(f"  trace {name}: error: {exc}", file=sys.stderr)
+    return 2 if bad else 0
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
@@ -705,7 +733,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local worker processes (default: one per core; 0 = in this process)")
     p.add_argument("--cluster", metavar="tcp://HOST:PORT",
                    help="run on this Dask scheduler (workers need this repository and the "
-                        "trace files)")
+                        "trace files); tls://HOST:PORT for TLS")
+    p.add_argument("--tls-ca-file", metavar="PEM", help="tls:// cluster: CA certificate")
+    p.add_argument("--tls-cert", metavar="PEM", help="tls:// cluster: client certificate")
+    p.add_argument("--tls-key", metavar="PEM", help="tls:// cluster: client key (if not in "
+                                                     "the certificate file)")
     p.add_argument("--out", metavar="DIR",
                    help="folder for study.json, results.jsonl, report.html, report.pdf")
     p.add_argument("--project", metavar="FILE", help="store the study in this project file")
@@ -818,6 +850,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accelerator clock in GHz (default 1.0)")
     p.add_argument("--out", required=True, metavar="COSIM.json", help="results output")
     p.set_defaults(func=cmd_cosim)
+
+    p = sub.add_parser("project", help="check a project file (structure, traces it refers to)",
+                       description="Open a project read-only, check its structure and read "
+                                   "every trace it holds or refers to. A reference leading "
+                                   "out of the project's folder is refused unless "
+                                   "--allow-external.")
+    p.add_argument("file", metavar="PROJECT", help="the .dmproj file")
+    p.add_argument("--allow-external", action="store_true",
+                   help="allow trace references outside the project's folder")
+    p.set_defaults(func=cmd_project)
 
     p = sub.add_parser("selfcheck", description="Check this installation: resources, numba "
                                                 "kernels, torch autograd, optimiser imports.")

@@ -269,6 +269,7 @@ class MemoryConfig:
             self.hbm_dual_cmd = False
         self._path: Path | None = None
         self._lines: dict[str, int] = {}
+        self._load_warnings: list[str] = []
 
     # ---- provenance --------------------------------------------------------------------
     @property
@@ -283,6 +284,14 @@ class MemoryConfig:
 
     def _attach(self, path: Path | None, lines: Mapping[str, int]) -> None:
         self._path, self._lines = path, dict(lines)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Legitimate but unusual settings (outside the JEDEC ranges, see
+        :func:`engine.config_physics.unusual`) and the keys a file left to DRAMsim3's
+        defaults; recorded in the statistics JSON as ``config_warnings``."""
+        from .config_physics import unusual
+        return list(self._load_warnings) + unusual(self)
 
     # ---- protocol families -------------------------------------------------------------
     @property
@@ -478,6 +487,9 @@ class MemoryConfig:
             raise self._error("write_high_watermark", f"write_high_watermark = "
                               f"{self.write_high_watermark}: expected more than "
                               f"write_low_watermark ({self.write_low_watermark}), or 0")
+        from .config_physics import impossible
+        for key, message in impossible(self)[:1]:
+            raise self._error(key, message)
 
     # ---- conversions -------------------------------------------------------------------
     def replace(self, **changes: Any) -> MemoryConfig:
@@ -488,6 +500,7 @@ class MemoryConfig:
                 raise ConfigError(f"unknown parameter{_suggest(key, known)}", key=key)
         new = dataclasses.replace(self, **changes)
         new._attach(self._path, {k: v for k, v in self._lines.items() if k not in changes})
+        new._load_warnings = list(self._load_warnings)
         new.validate()
         return new
 
@@ -530,6 +543,11 @@ def _check_value(spec: ParamSpec, value: Any, error: _ErrorFactory) -> None:
     ok = {"int": isinstance(value, int) and not isinstance(value, bool),
           "float": isinstance(value, (int, float)) and not isinstance(value, bool),
           "bool": isinstance(value, bool), "str": isinstance(value, str)}[spec.kind]
+    if ok and spec.kind == "int" and abs(value) > 2 ** 53:
+        raise error(spec.name, f"{spec.name} = {value}: beyond 2^53, the largest integer a "
+                               f"configuration may hold")
+    if ok and spec.kind == "float" and isinstance(value, int) and abs(value) > 2 ** 53:
+        raise error(spec.name, f"{spec.name} = {value}: beyond 2^53")
     if ok and spec.kind == "float" and not math.isfinite(value):
         raise error(spec.name, f"{shown}: expected a finite number")
     if not ok:
@@ -558,13 +576,18 @@ def _coerce(spec: ParamSpec, value: Any, error: _ErrorFactory) -> Any:
 
 
 def _build(name: str, values: dict[str, Any], path: Path | None,
-           lines: Mapping[str, int]) -> MemoryConfig:
-    """Construct, attach provenance, validate: the common tail of every loader."""
+           lines: Mapping[str, int], load_warnings: list[str] | None = None) -> MemoryConfig:
+    """Construct, attach provenance, validate, log the warnings once: the common tail of
+    every loader."""
     if "page_policy" not in values and values.get("row_buf_policy") == "CLOSE_PAGE":
         values["page_policy"] = "close"
     cfg = MemoryConfig(name=name, **values)
     cfg._attach(path, lines)
+    cfg._load_warnings = list(load_warnings or [])
     cfg.validate()
+    if path is not None:
+        for w in cfg.warnings:
+            log.warning("%s: %s", path, w)
     if cfg._megs_per_rank > cfg.channel_size:
         log.warning("%s: channel_size = %d MB is smaller than one rank (%d MB); using 1 rank of "
                     "%d MB, as DRAMsim3 does", path or name, cfg.channel_size,
@@ -679,7 +702,23 @@ def load_ini(path: str | os.PathLike[str], *, strict: bool = False) -> MemoryCon
         if shadow.lower() in present and real not in values:
             log.info("%s: %s is not read by DRAMsim3 and %s is missing: using %s = %s",
                      path, shadow, real, real, PARAM_BY_NAME[real].default)
-    return _build(path.stem, values, path, lines)
+    if not values:
+        raise ConfigError("no settings: the file is empty or holds only comments (expected "
+                          "a DRAMsim3 .ini with [dram_structure], [timing], [power] and "
+                          "[system] sections)", path=path)
+    return _build(path.stem, values, path, lines, _defaulted(values))
+
+
+def _defaulted(values: Mapping[str, Any]) -> list[str]:
+    """One warning naming the DRAMsim3 keys a file left to DRAMsim3's defaults."""
+    protocol = values.get("protocol", PARAM_BY_NAME["protocol"].default)
+    missing = [s.name for s in PARAMETERS
+               if s.dramsim3 and not s.optional and s.name not in values
+               and (s.ini_section != "hmc" or protocol == "HMC")]
+    if not missing:
+        return []
+    return [f"{len(missing)} key(s) not set, DRAMsim3's defaults used: "
+            + ", ".join(f"{k}={PARAM_BY_NAME[k].default}" for k in missing)]
 
 
 def _ini_text(value: Any) -> str:
@@ -763,6 +802,10 @@ def load_preset(name_or_path: str | os.PathLike[str], *, strict: bool = True) ->
         raise ConfigError(f"not valid TOML: {exc}", path=path,
                           line=int(found.group(1)) if found else None) from exc
     key_lines = _toml_key_lines(text)
+    if not data or all(isinstance(v, dict) and not v for v in data.values()):
+        raise ConfigError("no settings: the file is empty or holds only comments (expected "
+                          "a preset with [organisation], [timing], [power] and [controller] "
+                          "sections)", path=path)
     name = data.pop("name", path.stem)
     if not isinstance(name, str):
         raise ConfigError(f"name = {name!r}: expected a string", path=path,

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 import numpy as np
 
 from engine import kernel as K
+from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check_gaps,
+                               check_span)
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
 from engine.timing import COMMAND_NAMES, build_tables, folding_is_exact
 
@@ -107,6 +109,7 @@ class Simulator:
         self._completions: list[np.ndarray] = []
         self.wall_seconds = 0.0
         self.finished = False
+        self._closed = False
 
     # ---------------------------------------------------------------- state
     def _build_state(self) -> None:
@@ -319,14 +322,19 @@ class Simulator:
 
         Returns the request ids given to them. With final=True the run continues until every
         accepted request has completed (or the cycle limit)."""
+        self._check_open()
         if self.finished:
             raise DiffMemError("this simulation has finished; start a new Simulator")
-        n = len(addr)
-        a = np.ascontiguousarray(addr, dtype=np.uint64).view(np.int64)
-        w = np.ascontiguousarray(is_write, dtype=np.int64)
-        c = np.ascontiguousarray(cycle, dtype=np.int64)
-        sr = (np.zeros(n, np.int64) if stream is None
-              else np.ascontiguousarray(stream, dtype=np.int64))
+        last = self._last_req[2] if self._last_req is not None else 0
+        a_u, w_i, c_i, s_i = check_feed(addr, is_write, cycle, stream, last_cycle=last,
+                                        first_id=self._next_id)
+        check_gaps(c_i, last, first_id=self._next_id,
+                   ref_interval=int(self.P[K.P_REF_INTERVAL]), epoch_len=self._epoch_len)
+        n = a_u.shape[0]
+        a = np.ascontiguousarray(a_u).view(np.int64)
+        w = np.ascontiguousarray(w_i)
+        c = np.ascontiguousarray(c_i)
+        sr = np.zeros(n, np.int64) if s_i is None else np.ascontiguousarray(s_i)
         ids = np.arange(self._next_id, self._next_id + n, dtype=np.int64)
         self._next_id += n
         if n:
@@ -358,10 +366,19 @@ class Simulator:
         Each access of `sizes[i]` bytes at `addrs[i]` becomes ceil(size / request size) requests
         of consecutive aligned lines, offered at `cycles[i]`. Returns the request ids (one
         array per call, in order); completions are read with `completions()`."""
-        addrs = np.atleast_1d(np.asarray(addrs, dtype=np.uint64))
-        sizes = np.atleast_1d(np.asarray(sizes, dtype=np.int64))
-        is_write = np.atleast_1d(np.asarray(is_write, dtype=bool))
-        cycles = np.atleast_1d(np.asarray(cycles, dtype=np.int64))
+        self._check_open()
+        addrs, is_write, cycles, _ = check_feed(
+            np.atleast_1d(addrs), np.atleast_1d(is_write), np.atleast_1d(cycles), None,
+            last_cycle=self._last_req[2] if self._last_req is not None else 0,
+            first_id=self._next_id)
+        sizes = np.atleast_1d(np.asarray(sizes))
+        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or sizes.shape != addrs.shape:
+            raise SimulatorInputError(f"sizes: expected {addrs.shape[0]} positive integers "
+                                      f"(one per access), got {sizes.dtype} {sizes.shape}")
+        if sizes.size and (sizes.min() < 1 or sizes.max() > 1 << 40):
+            raise SimulatorInputError("sizes: expected 1 to 2^40 bytes per access")
+        sizes = sizes.astype(np.int64)
+        is_write = is_write.astype(bool)
         rs = self.cfg.request_size_bytes
         first = addrs // np.uint64(rs)
         last = (addrs + sizes.astype(np.uint64) - np.uint64(1)) // np.uint64(rs)
@@ -373,6 +390,16 @@ class Simulator:
 
     def advance(self, cycle: int) -> None:
         """Online interface: simulate up to `cycle` with no new request before it."""
+        self._check_open()
+        if isinstance(cycle, bool) or not isinstance(cycle, (int, np.integer)):
+            raise SimulatorInputError(f"advance: cycle must be an integer, got "
+                                      f"{type(cycle).__name__}")
+        cycle = int(cycle)
+        if not 0 <= cycle <= MAX_CYCLE:
+            raise SimulatorInputError(f"advance: cycle {cycle} is outside 0..2^62")
+        check_span(max(self.clock, self._last_req[2] if self._last_req else 0), cycle,
+                   ref_interval=int(self.P[K.P_REF_INTERVAL]), epoch_len=self._epoch_len,
+                   what=f"advance({cycle})")
         z = np.zeros(0, np.int64)
         self._run(z, z, z, z, z, False, int(cycle), None, None)
 
@@ -474,8 +501,14 @@ class Simulator:
             tmp.replace(path)
         self._cmd_files = []
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DiffMemError("this Simulator is closed: start a new one")
+
     def close(self) -> None:
-        """Release the command-trace file of an abandoned run (the partial file is removed)."""
+        """Release the command-trace file of an abandoned run (the partial file is removed);
+        the simulator refuses further input."""
+        self._closed = True
         for f, tmp in zip(self._cmd_files, self._cmd_tmps):
             f.close()
             tmp.unlink(missing_ok=True)

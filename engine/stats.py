@@ -176,6 +176,7 @@ def build_stats(sim) -> Stats:
     summary["energy_by_cause"] = energy.by_cause_pJ
     summary["io_energy_per_bit"] = energy.io_pj_per_bit
     summary["config"] = cfg.name
+    summary["config_warnings"] = cfg.warnings      # unusual settings, defaulted keys
     summary["protocol"] = cfg.protocol
     summary["tCK_ns"] = cfg.tCK
     summary["channels_count"] = nch

@@ -137,6 +137,8 @@ HDF5_CHUNK = 1 << 16
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 _TEXT_EXPECTED = "expected '0xADDR READ|WRITE CYCLE'"
+#: Latest cycle a request may arrive at (the kernel's horizon INF is 2^62).
+MAX_CYCLE = 2**62 - 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -494,8 +496,16 @@ def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.n
 
 
 def _text_error(path: Path, line_no: int, text: bytes, code: int, last_cycle: int,
-                capacity: int | None) -> TraceError:
-    """The TraceError for a bad text line (``text`` without its newline)."""
+                capacity: int | None, seen: int = 1) -> TraceError:
+    """The TraceError for a bad text line (``text`` without its newline).
+
+    ``seen``: requests read before this line. With none, a line that is not even shaped like
+    a request means the file has not shown itself to be a trace at all (it may be any file a
+    hostile project pointed at), so its content is never quoted."""
+    if seen <= 0 and code not in (_E_CAPACITY, _E_ADDR_RANGE, _E_CYCLE_RANGE):
+        return TraceError(f"not a request trace: line {line_no} is not a request "
+                          f"({_TEXT_EXPECTED}; the line is not shown because nothing before "
+                          f"it was a valid request)", path=path, line=line_no)
     shown = text.decode("utf-8", "replace").strip()
     if len(shown) > 120:
         shown = shown[:117] + "..."
@@ -595,7 +605,8 @@ def _iter_text(path: Path, *, chunk_size: int, strict: bool, capacity_bytes: int
                     s = int(state[_S_POS])
                     e = s + int(np.argmax(buf[s:fill] == 10))
                     raise _text_error(path, line_base + lines + 1, bytes(buf[s:e]),
-                                      int(state[_S_ERR]), int(state[_S_LAST]), capacity_bytes)
+                                      int(state[_S_ERR]), int(state[_S_LAST]), capacity_bytes,
+                                      seen=total + int(state[_S_N]))
                 line_base += lines
                 n = int(state[_S_N])
                 if n < chunk_size:
@@ -684,6 +695,12 @@ def _check_records(path: Path, addr: np.ndarray, cycle: np.ndarray, prev_cycle: 
         k = int(bad[0])
         raise TraceError(f"{what} {first_record + k}: cycle {int(cycle[k])} is negative: "
                          f"expected a non-negative cycle", path=path)
+    bad = np.flatnonzero(cycle > MAX_CYCLE)
+    if bad.size:
+        k = int(bad[0])
+        raise TraceError(f"{what} {first_record + k}: cycle {int(cycle[k])} is beyond 2^62 "
+                         f"(the simulator's horizon): expected a cycle below {MAX_CYCLE + 1}",
+                         path=path)
     if cycle[0] < prev_cycle:
         raise TraceError(f"{what} {first_record}: cycle {int(cycle[0])} is before the previous "
                          f"request's cycle {prev_cycle}: expected non-decreasing cycles",
@@ -723,8 +740,8 @@ def _read_binary_header(path: Path, f: IO[bytes]) -> int:
                          f"header", path=path)
     head = np.frombuffer(raw, BINARY_HEADER)[0]
     if bytes(head["magic"]) != BINARY_MAGIC:
-        raise TraceError(f"expected magic bytes {BINARY_MAGIC!r} at the start of a binary "
-                         f"trace, got {bytes(raw[:8])!r}", path=path)
+        raise TraceError(f"not a binary trace: expected magic bytes {BINARY_MAGIC!r} at the "
+                         f"start (the file's own bytes are not shown)", path=path)
     if int(head["version"]) != BINARY_VERSION:
         raise TraceError(f"binary trace version {int(head['version'])} is not supported: "
                          f"expected version {BINARY_VERSION}", path=path)
@@ -775,7 +792,10 @@ def _h5_group(path: Path, h5file: Any, group: str) -> Any:
     else:
         g = h5file.get(group)
     if g is None or not isinstance(g, h5py.Group):
-        have = [k for k, v in h5file.items() if isinstance(v, h5py.Group)]
+        # only groups that hold a trace are named: the names of an arbitrary HDF5 file (one
+        # a hostile project pointed at) are its content and are not shown
+        have = [k for k, v in h5file.items() if isinstance(v, h5py.Group)
+                and "addr" in v and "cycle" in v][:8]
         raise TraceError(f"no trace group {group!r} in the file: expected one of "
                          f"{have or 'a group holding addr, cycle, is_write datasets'}",
                          path=path)
@@ -786,14 +806,44 @@ def _h5_group(path: Path, h5file: Any, group: str) -> Any:
         raise TraceError(f"group {group!r} has format={fmt!r}: expected "
                          f"{HDF5_FORMAT_NAME!r}", path=path)
     version = g.attrs.get("version")
-    if version is not None and int(version) > HDF5_VERSION:
-        raise TraceError(f"group {group!r} holds trace version {int(version)}: expected "
-                         f"version {HDF5_VERSION} or older", path=path)
+    if version is not None:
+        try:
+            v = np.asarray(version)
+            if v.shape != () or v.dtype.kind not in "iu":
+                raise TypeError
+            version = int(v)
+        except (TypeError, ValueError, OverflowError):
+            raise TraceError(f"group {group!r}: attribute version is not an integer: "
+                             f"expected version {HDF5_VERSION}", path=path) from None
+        if version > HDF5_VERSION:
+            raise TraceError(f"group {group!r} holds trace version {version}: expected "
+                             f"version {HDF5_VERSION} or older", path=path)
     missing = [name for name in ("addr", "cycle", "is_write") if name not in g]
     if missing:
         raise TraceError(f"group {group!r} lacks dataset(s) {', '.join(missing)}: expected "
                          f"addr, cycle, is_write (and optionally stream)", path=path)
+    for name in ("addr", "cycle", "is_write", "stream"):
+        if name not in g:
+            continue
+        ds = g.get(name)
+        if not isinstance(ds, h5py.Dataset):
+            raise TraceError(f"group {group!r}: {name} is not a dataset: expected a 1-D "
+                             f"integer dataset", path=path)
+        kind = ds.dtype.kind
+        if ds.dtype.fields is not None or kind not in ("i", "u", "b"):
+            raise TraceError(f"group {group!r}: dataset {name} has dtype {ds.dtype}: "
+                             f"expected {_H5_EXPECTED[name]}", path=path)
+        if name in ("addr", "cycle") and kind == "b":
+            raise TraceError(f"group {group!r}: dataset {name} has dtype bool: expected "
+                             f"{_H5_EXPECTED[name]}", path=path)
+        if ds.ndim != 1:
+            raise TraceError(f"group {group!r}: dataset {name} has shape {ds.shape}: "
+                             f"expected a 1-D dataset of {_H5_EXPECTED[name]}", path=path)
     return g
+
+
+_H5_EXPECTED = {"addr": "unsigned 64-bit byte addresses", "cycle": "non-negative integer "
+                "cycles", "is_write": "0/1 (bool or integer)", "stream": "integers in 0..65535"}
 
 
 def _iter_hdf5(path: Path, *, chunk_size: int, capacity_bytes: int | None,
@@ -807,29 +857,57 @@ def _iter_hdf5(path: Path, *, chunk_size: int, capacity_bytes: int | None,
     except OSError as e:
         raise TraceError(f"cannot open as HDF5: {e}", path=path) from None
     with h5:
-        g = _h5_group(path, h5, group)
-        ds_a, ds_c, ds_w = g["addr"], g["cycle"], g["is_write"]
-        ds_s = g["stream"] if "stream" in g else None
-        n = ds_a.shape[0]
-        for name, ds in (("cycle", ds_c), ("is_write", ds_w), ("stream", ds_s)):
-            if ds is not None and ds.shape != (n,):
-                raise TraceError(f"group {group!r}: dataset {name} has shape {ds.shape}: "
-                                 f"expected ({n},) like addr", path=path)
-        prev = -1
-        for lo in range(0, n, chunk_size):
-            hi = min(n, lo + chunk_size)
-            addr = np.ascontiguousarray(ds_a[lo:hi], dtype=np.uint64)
-            raw_c = ds_c[lo:hi]
-            if raw_c.dtype.kind == "u" and raw_c.size and raw_c.max() >= 2**63:
-                k = int(np.argmax(raw_c >= 2**63))
-                raise TraceError(f"record {lo + k + 1}: cycle {int(raw_c[k])} does not fit in "
-                                 f"63 bits: expected a smaller cycle", path=path)
-            cycle = np.ascontiguousarray(raw_c, dtype=np.int64)
-            _check_records(path, addr, cycle, prev, lo + 1, capacity_bytes)
-            is_write = np.ascontiguousarray(ds_w[lo:hi]).astype(np.bool_, copy=False)
-            stored = ds_s[lo:hi] if ds_s is not None and stream_id is None else None
-            yield TraceChunk(addr, is_write, cycle, _stream_values(stored, hi - lo, stream_id))
-            prev = int(cycle[-1])
+        try:
+            yield from _h5_chunks(path, h5, chunk_size=chunk_size,
+                                  capacity_bytes=capacity_bytes, stream_id=stream_id,
+                                  group=group)
+        except (OSError, RuntimeError, ValueError, TypeError, KeyError) as e:
+            raise TraceError(f"group {group!r}: cannot read the trace ({type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:160] if str(e) else ''})",
+                             path=path) from None
+
+
+def _h5_chunks(path: Path, h5: Any, *, chunk_size: int, capacity_bytes: int | None,
+               stream_id: int | None, group: str) -> Iterator[TraceChunk]:
+    g = _h5_group(path, h5, group)
+    ds_a, ds_c, ds_w = g["addr"], g["cycle"], g["is_write"]
+    # (dtypes and shapes were checked by _h5_group)
+    ds_s = g["stream"] if "stream" in g else None
+    n = ds_a.shape[0]
+    for name, ds in (("cycle", ds_c), ("is_write", ds_w), ("stream", ds_s)):
+        if ds is not None and ds.shape != (n,):
+            raise TraceError(f"group {group!r}: dataset {name} has shape {ds.shape}: "
+                             f"expected ({n},) like addr", path=path)
+    prev = -1
+    for lo in range(0, n, chunk_size):
+        hi = min(n, lo + chunk_size)
+        raw_a = ds_a[lo:hi]
+        if raw_a.dtype.kind == "i" and raw_a.size and raw_a.min() < 0:
+            k = int(np.argmax(raw_a < 0))
+            raise TraceError(f"record {lo + k + 1}: address {int(raw_a[k])} is negative: "
+                             f"expected a byte address", path=path)
+        addr = np.ascontiguousarray(raw_a, dtype=np.uint64)
+        raw_c = ds_c[lo:hi]
+        if raw_c.dtype.kind == "u" and raw_c.size and raw_c.max() >= 2**63:
+            k = int(np.argmax(raw_c >= 2**63))
+            raise TraceError(f"record {lo + k + 1}: cycle {int(raw_c[k])} does not fit in "
+                             f"63 bits: expected a smaller cycle", path=path)
+        cycle = np.ascontiguousarray(raw_c, dtype=np.int64)
+        _check_records(path, addr, cycle, prev, lo + 1, capacity_bytes)
+        raw_w = ds_w[lo:hi]
+        if raw_w.dtype.kind != "b" and raw_w.size and (raw_w.min() < 0 or raw_w.max() > 1):
+            k = int(np.argmax((raw_w < 0) | (raw_w > 1)))
+            raise TraceError(f"record {lo + k + 1}: is_write is {int(raw_w[k])}: expected "
+                             f"0 (read) or 1 (write)", path=path)
+        is_write = np.ascontiguousarray(raw_w).astype(np.bool_, copy=False)
+        stored = ds_s[lo:hi] if ds_s is not None and stream_id is None else None
+        if stored is not None and stored.size and (stored.min() < 0
+                                                    or stored.max() > 65535):
+            k = int(np.argmax((stored < 0) | (stored > 65535)))
+            raise TraceError(f"record {lo + k + 1}: stream {int(stored[k])} is out of "
+                             f"range: expected 0..65535", path=path)
+        yield TraceChunk(addr, is_write, cycle, _stream_values(stored, hi - lo, stream_id))
+        prev = int(cycle[-1])
 
 
 # --------------------------------------------------------------------------------------------

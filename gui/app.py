@@ -678,7 +678,8 @@ class MainWindow(QMainWindow):
                 project.add_config(cfg_name, cfg)
             trace_name = self._trace_name(project, trace_path)
             if trace_name not in project.traces():
-                project.add_trace(trace_name, trace_path, embed=False)
+                project.add_trace(trace_name, trace_path, embed=False,
+                                  allow_external=True)   # the file the user chose
             run_id = project.add_run(readable_name(f"{cfg_name} on {trace_name}",
                                                    project.runs()),
                                      cfg_name, trace_name, {"epoch": epoch}, stats)

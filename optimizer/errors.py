@@ -48,13 +48,30 @@ class OptimizationCancelled(OptimizerError):
     """Raised inside a search when the caller's cancel flag was set."""
 
 
+#: Largest user JSON file read (a network or a schedule is kilobytes).
+MAX_JSON_BYTES = 64 << 20
+
+
 def read_json(path: Path, error: Callable[[str], Exception]) -> Any:
-    """The parsed JSON of a user file; a missing file or bad JSON raises ``error(message)``
-    with a message naming the file (and line and column)."""
+    """The parsed JSON of a user file; a missing, unreadable, oversized, non-UTF-8, too
+    deeply nested or malformed file raises ``error(message)`` with a message naming the file
+    (and line and column)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > MAX_JSON_BYTES:
+            raise error(f"{path}: {size} bytes is too large for a JSON description (at most "
+                        f"{MAX_JSON_BYTES >> 20} MiB)")
+        text = path.read_bytes().decode("utf-8-sig")
+        return json.loads(text)
     except FileNotFoundError:
         raise error(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 text (byte {exc.start}): expected a JSON file") \
+            from None
     except json.JSONDecodeError as exc:
         raise error(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column "
                     f"{exc.colno})") from None
+    except RecursionError:
+        raise error(f"{path}: JSON nested too deeply") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None

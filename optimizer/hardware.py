@@ -83,6 +83,43 @@ def list_hardware() -> list[str]:
     return sorted(p.stem for p in HARDWARE_DIR.glob("*.toml"))
 
 
+#: Physical range of each hardware number (zero allowed for energies: a free access).
+_BOUNDS = {"rows": (1, 4096), "cols": (1, 4096), "capacity_bytes": (1, 2**40),
+           "bandwidth_words_per_cycle": (1e-6, 1e6),
+           "bandwidth_words_per_cycle_per_slice": (1e-6, 1e6),
+           "read_pj": (1e-6, 1e6), "write_pj": (1e-6, 1e6), "energy_pj": (1e-6, 1e6),
+           "*": (1e-9, 1e12)}
+_UNITS = {"capacity_bytes": "bytes", "read_pj": "pJ", "write_pj": "pJ", "energy_pj": "pJ",
+          "bandwidth_words_per_cycle": "words per cycle",
+          "bandwidth_words_per_cycle_per_slice": "words per cycle"}
+#: The sections and keys of a hardware file.
+_LAYOUT = {"array": {"rows", "cols"},
+           "dram": {"bandwidth_words_per_cycle", "word_bits", "read_pj", "write_pj"},
+           "scratchpad": {"capacity_bytes", "word_bits", "bandwidth_words_per_cycle",
+                          "read_pj", "write_pj"},
+           "accumulator": {"capacity_bytes", "word_bits",
+                           "bandwidth_words_per_cycle_per_slice", "read_pj", "write_pj"},
+           "registers": {"read_pj", "write_pj"}, "mac": {"energy_pj"}}
+
+
+def _check_layout(data: dict[str, Any], path: Path) -> None:
+    """Unknown sections (memory levels) or keys are errors: a typo must not silently keep
+    a default."""
+    for key, value in data.items():
+        if key in ("name", "description"):
+            continue
+        if key not in _LAYOUT:
+            raise HardwareError(f"unknown section or memory level [{key[:40]}]: expected "
+                                f"{', '.join(_LAYOUT)}", path=path, field=key[:40])
+        if not isinstance(value, dict):
+            raise HardwareError("expected a table", path=path, field=key)
+        for sub in value:
+            if sub not in _LAYOUT[key]:
+                raise HardwareError(f"unknown key: expected one of "
+                                    f"{', '.join(sorted(_LAYOUT[key]))}", path=path,
+                                    field=f"{key}.{sub[:40]}")
+
+
 def _get(table: dict[str, Any], section: str, key: str, path: Path, *, kind: type = float,
          positive: bool = True, default: Any = None) -> Any:
     sect = table.get(section)
@@ -95,7 +132,12 @@ def _get(table: dict[str, Any], section: str, key: str, path: Path, *, kind: typ
                             field=f"{section}.{key}")
     value = sect[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise HardwareError(f"expected a number, got {value!r}", path=path,
+        raise HardwareError(f"expected a number, got {str(value)[:40]!r}", path=path,
+                            field=f"{section}.{key}")
+    lo, hi = _BOUNDS.get(key, _BOUNDS["*"])
+    if math.isfinite(value) and value != 0 and not lo <= abs(value) <= hi:
+        raise HardwareError(f"{value!r} is outside the physical range {lo:g} to {hi:g} "
+                            f"{_UNITS.get(key, '')}".rstrip(), path=path,
                             field=f"{section}.{key}")
     if kind is int and (not float(value).is_integer()):
         raise HardwareError(f"expected an integer, got {value!r}", path=path,
@@ -125,11 +167,19 @@ def load_hardware(name_or_path: str | Path) -> GemminiHardware:
                                 f"{', '.join(list_hardware())} or a .toml file")
         path = candidate
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise HardwareError("file not found", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise HardwareError(f"not UTF-8 text (byte {exc.start}): expected a TOML file",
+                            path=path) from None
     except tomllib.TOMLDecodeError as exc:
         raise HardwareError(f"not valid TOML: {exc}", path=path) from None
+    except RecursionError:
+        raise HardwareError("TOML nested too deeply", path=path) from None
+    except OSError as exc:
+        raise HardwareError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    _check_layout(data, path)
     for section, bits in (("dram", 8), ("scratchpad", 8), ("accumulator", 32)):
         _bits(data, section, bits, path)
     rows = _get(data, "array", "rows", path, kind=int)

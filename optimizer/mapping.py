@@ -124,6 +124,8 @@ class Schedule:
         if not isinstance(data, dict):
             raise MappingError(f"{where}: expected a JSON object")
         sched = data.get("schedule", data)
+        if not isinstance(sched, dict):
+            raise MappingError(f"{where}: 'schedule' must be a JSON object")
         layers = sched.get("layers")
         if isinstance(layers, list):      # our output format: list of per-layer records
             try:
@@ -135,12 +137,22 @@ class Schedule:
             raise MappingError(f"{where}: expected 'layers' (layer name -> mapping)")
         mappings = {name: LayerMapping.from_notation(m, f"{where}: layer '{name}'")
                     for name, m in layers.items()}
-        fused = [tuple(e) for e in sched.get("fused_edges", [])]
-        if not all(len(e) == 2 and all(isinstance(x, str) for x in e) for e in fused):
-            raise MappingError(f"{where}: 'fused_edges' must be [producer, consumer] pairs")
+        raw_fused = sched.get("fused_edges", [])
+        if not isinstance(raw_fused, list) or not all(
+                isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)
+                for e in raw_fused):
+            raise MappingError(f"{where}: 'fused_edges' must be a list of [producer, "
+                               f"consumer] layer-name pairs")
+        fused = [(a, b) for a, b in raw_fused]
+        unknown = sorted({x for e in fused for x in e} - set(mappings))
+        if unknown:
+            raise MappingError(f"{where}: 'fused_edges' names layer(s) with no mapping: "
+                               f"{', '.join(repr(u) for u in unknown[:5])}")
+        meta = sched.get("meta", {})
+        if not isinstance(meta, dict):
+            raise MappingError(f"{where}: 'meta' must be a JSON object")
         return cls(str(sched.get("network", data.get("network", ""))), mappings,
-                   [(a, b) for a, b in fused], str(sched.get("method", "")),
-                   dict(sched.get("meta", {})))
+                   fused, str(sched.get("method", "")), dict(meta))
 
 
 def load_schedule(path: str | Path) -> Schedule:

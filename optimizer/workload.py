@@ -135,6 +135,17 @@ class Network:
 
 
 # ---- parsing ---------------------------------------------------------------------------------
+#: Largest layer dimension accepted (the mapping search enumerates each dimension's divisors).
+MAX_DIM = 2**20
+
+
+def _shown(v: Any) -> str:
+    """A value for an error message, shortened (a 10^4000 integer is not printed whole)."""
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10**30 else f"an integer of " \
+        f"{len(str(abs(v)))} digits"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def layer_from_dict(entry: Any, where: str, path: Path | None = None) -> Layer:
     """A Layer from one JSON layer object (the workloads.json schema)."""
     if not isinstance(entry, dict):
@@ -158,8 +169,12 @@ def layer_from_dict(entry: Any, where: str, path: Path | None = None) -> Layer:
     for d in DIMS:
         v = dims_in.get(d, 1)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise WorkloadError(f"dimension {d} must be a positive integer, got {v!r}",
-                                path=path, field=f"{where}.dims.{d}")
+            raise WorkloadError(f"dimension {d} must be a positive integer, got "
+                                f"{_shown(v)}", path=path, field=f"{where}.dims.{d}")
+        if v > MAX_DIM:
+            raise WorkloadError(f"dimension {d} = {_shown(v)} is beyond {MAX_DIM} (2^20), the "
+                                f"largest layer dimension the optimiser takes", path=path,
+                                field=f"{where}.dims.{d}")
         dims[d] = v
     unknown = set(dims_in) - set(DIMS)
     if unknown:
@@ -169,7 +184,7 @@ def layer_from_dict(entry: Any, where: str, path: Path | None = None) -> Layer:
         raise WorkloadError("a depthwise layer has C = 1 (channels are K)", path=path,
                             field=f"{where}.dims.C")
     stride = entry.get("stride", 1)
-    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+    if isinstance(stride, bool) or not isinstance(stride, int) or not 1 <= stride <= 1024:
         raise WorkloadError(f"stride must be a positive integer, got {stride!r}", path=path,
                             field=f"{where}.stride")
 
@@ -191,6 +206,8 @@ def network_from_json(data: Any, name: str, path: Path | None = None) -> Network
     """A Network from parsed JSON: a list of layers or ``{"name": ..., "layers": [...]}``."""
     if isinstance(data, dict):
         name = data.get("name", name)
+        if not isinstance(name, str) or not name:
+            raise WorkloadError("expected a non-empty string 'name'", path=path, field="name")
         data = data.get("layers")
     if not isinstance(data, list):
         raise WorkloadError("expected a list of layers (or an object with 'layers')",

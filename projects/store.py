@@ -17,10 +17,22 @@ fsyncs it, moves it onto the project with ``os.replace`` and fsyncs the folder. 
 interrupted save leaves the last saved file untouched and removes its temporary file.
 :meth:`Project.close` without :meth:`Project.save` discards the edits.
 
-Locking: a writable open creates ``<project>.lock`` (``O_CREAT | O_EXCL``) holding the pid and
-host of the holder as JSON.  A second writable open raises :class:`ProjectInUse` naming the
-holder; a lock whose process is gone (same host, pid not alive) is taken over with a
-warning.  Read-only opens neither take nor honour the lock.
+Locking: a writable open creates ``<project>.lock`` (``O_CREAT | O_EXCL``, mode 0600) holding
+the pid and host of the holder as JSON.  A second writable open raises :class:`ProjectInUse`
+naming the holder; a lock whose process is gone (same host, pid not alive) is taken over with
+a warning, and so is a lock that is empty or not a lock at all (a holder killed, or a disk
+full, while writing it).  Read-only opens neither take nor honour the lock.  A failed create
+or open never leaves a lock behind.  A writable open removes the temporary files and work
+copies that killed processes left next to the project.
+
+Hardening (issue 15): every file written next to the project (work copy, temporary files,
+lock) is created with ``O_EXCL | O_NOFOLLOW`` and the project's own mode (see
+:mod:`projects.safefs`); the structure of a file is checked on open ("not a DiffMem project"
+/ "damaged: <what>"); a write that fails (disk full) raises :class:`ProjectError` and leaves
+the project file as last saved.  External trace references are stored relative to the
+project's folder and resolved against it; one that leads out of that folder (absolute, ``..``,
+a symlink) is refused with :class:`ExternalTraceRefused` unless the project was opened with
+``allow_external=True`` (CLI ``--allow-external``).
 
 Older schemas are migrated (see :mod:`projects.schema`) in the working copy when the file is
 opened; the file on disk keeps its old schema until :meth:`Project.save`.
@@ -34,9 +46,8 @@ import json
 import logging
 import os
 import re
-import shutil
 import socket
-import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -50,6 +61,7 @@ from engine.config import MemoryConfig
 from engine.errors import DiffMemError
 from engine.fileio import fsync_dir
 from engine.version import APP_VERSION  # written to the ``app_version`` attributes
+from projects import safefs as F
 from projects import schema as S
 
 log = logging.getLogger(__name__)
@@ -82,6 +94,25 @@ class ProjectTooNew(ProjectError):
     """The file was written by a newer DiffMem Studio (schema version above ours)."""
 
 
+class ExternalTraceRefused(ProjectError):
+    """A trace reference leads out of the project's folder and external files are not
+    allowed (``Project.open(..., allow_external=True)``, CLI ``--allow-external``)."""
+
+    def __init__(self, project: Path, trace: str, target: Path) -> None:
+        self.trace = trace
+        self.target = target
+        super().__init__(f"trace {trace!r} refers to {str(target)!r}, outside the project "
+                         f"folder {project.parent}: refused (a project file may not make "
+                         f"DiffMem read files elsewhere unless you allow it: --allow-external "
+                         f"on the command line, or confirm it in the application)",
+                         path=project)
+
+
+def _write_failed(path: Path, what: str, exc: BaseException) -> ProjectError:
+    return ProjectError(f"cannot {what}: {F.describe_write_error(exc)}; the project file on "
+                        f"disk is unchanged (as last saved)", path=path)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -90,8 +121,47 @@ def _lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-def _work_path(path: Path, pid: int | None = None) -> Path:
-    return path.with_name(f".{path.name}.work-{os.getpid() if pid is None else pid}")
+def _work_path(path: Path) -> Path:
+    """A fresh, unpredictable work-copy name ``.<name>.work-<pid>-<token>``."""
+    return F.fresh_name(path.parent, f".{path.name}.work-{os.getpid()}-", "")
+
+
+def _remove_work_copies(path: Path, pid: int) -> None:
+    """Remove the work copies process ``pid`` left next to ``path``."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            m = F.WORK_RE.match(entry.name)
+            if m and m.group("name") == path.name and int(m.group("pid")) == pid:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _remove_orphans(path: Path) -> list[str]:
+    """Remove the temporary files and dead processes' work copies of project ``path`` (call
+    while holding its lock: no live writer can own a temporary file then)."""
+    removed: list[str] = []
+    temp = F.orphan_pattern(path.name)
+    host_pids_alive: dict[int, bool] = {}
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        orphan = bool(temp.match(entry.name))
+        if not orphan:
+            m = F.WORK_RE.match(entry.name)
+            if m and m.group("name") == path.name:
+                pid = int(m.group("pid"))
+                alive = host_pids_alive.setdefault(pid, pid != os.getpid() and _pid_alive(pid))
+                orphan = not alive and pid != os.getpid()
+        if orphan:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+    if removed:
+        log.warning("%s: removed %d temporary file(s) left by an interrupted save or a "
+                    "killed process: %s", path, len(removed), ", ".join(sorted(removed)[:5]))
+    return removed
 
 
 
@@ -114,37 +184,73 @@ def _pid_alive(pid: int) -> bool:
 # Lock file
 # --------------------------------------------------------------------------------------------
 
+def _read_holder(lock: Path) -> dict[str, Any] | None:
+    """The lock's holder, or None when the lock is empty or not a lock (garbage)."""
+    try:
+        raw = lock.read_bytes()[:4096]
+    except FileNotFoundError:
+        raise
+    except OSError:
+        return None
+    try:
+        holder = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(holder, dict) or not isinstance(holder.get("pid"), int) \
+            or isinstance(holder.get("pid"), bool) or not isinstance(holder.get("host"), str):
+        return None
+    return holder
+
+
 def _acquire_lock(path: Path) -> Path:
     lock = _lock_path(path)
     me = {"pid": os.getpid(), "host": socket.gethostname(), "created": _now()}
-    for _attempt in range(3):
+    for _attempt in range(4):
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = F.create_exclusive(lock, F.LOCK_MODE)
         except FileExistsError:
             try:
-                holder = json.loads(lock.read_text(encoding="utf-8"))
-                if not isinstance(holder, dict):
-                    raise ValueError
+                holder = _read_holder(lock)
+                if holder is None:            # maybe being written right now: look again
+                    time.sleep(0.2)
+                    holder = _read_holder(lock)
             except FileNotFoundError:
                 continue                      # released meanwhile: try again
-            except (OSError, ValueError):
-                holder = {"pid": "?", "host": "?"}
-            pid = holder.get("pid")
-            stale = (holder.get("host") == me["host"] and isinstance(pid, int)
-                     and pid != os.getpid() and not _pid_alive(pid))
+            if holder is None:
+                if os.path.islink(lock) or not os.path.isfile(lock):
+                    raise ProjectError(f"lock file {lock} is not a regular file: remove it",
+                                       path=path) from None
+                log.warning("%s: taking over the damaged lock file %s (empty or not a lock: "
+                            "its writer was interrupted)", path, lock)
+                with contextlib.suppress(OSError):
+                    lock.unlink()
+                continue
+            pid = holder["pid"]
+            stale = (holder.get("host") == me["host"] and pid != os.getpid()
+                     and not _pid_alive(pid))
             if not stale:
                 raise ProjectInUse(path, holder) from None
             log.warning("%s: taking over the stale lock of process %d on %s (that process "
                         "is gone)", path, pid, holder.get("host"))
             with contextlib.suppress(OSError):
                 lock.unlink()
-            with contextlib.suppress(OSError):
-                _work_path(path, pid).unlink()   # its abandoned working copy
+            _remove_work_copies(path, pid)    # its abandoned working copy
             continue
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(me, f)
-            f.flush()
-            os.fsync(f.fileno())
+        except OSError as e:
+            raise ProjectError(f"cannot create lock file {lock}: {F.describe_write_error(e)}",
+                               path=path) from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(me, f)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException as e:
+            with contextlib.suppress(OSError):
+                lock.unlink()                 # never leave an empty lock behind
+            if isinstance(e, OSError):
+                raise ProjectError(f"cannot write lock file {lock}: "
+                                   f"{F.describe_write_error(e)}", path=path) from None
+            raise
         return lock
     raise ProjectError(f"cannot create lock file {lock}", path=path)
 
@@ -199,16 +305,29 @@ def _copy_member(src: h5py.File, dst: h5py.File, name: str) -> None:
     src.copy(src[name], dst, name=name)
 
 
-def _write_copy(src: h5py.File, dst_path: Path) -> None:
-    """Write every root attribute and group of ``src`` into a new file, flushed and fsynced."""
-    with h5py.File(dst_path, "w") as out:
+def _write_copy(src: h5py.File, fd: int) -> None:
+    """Write every root attribute and group of ``src`` into the new (empty) file open as
+    ``fd``, flushed and fsynced.
+
+    The copy is built in memory (HDF5's core driver) and written with plain ``os.write``: a
+    full disk is then an ordinary OSError, never a failed write inside HDF5 (after which
+    closing any HDF5 file can crash the process)."""
+    out = h5py.File(f"diffmem-save-{uuid.uuid4().hex}", "w", driver="core",
+                    backing_store=False)
+    try:
         for key, value in src.attrs.items():
             out.attrs[key] = value
         for name in src:
             _copy_member(src, out, name)
         out.flush()
-    with open(dst_path, "rb+") as f:
-        os.fsync(f.fileno())
+        image = out.id.get_file_image()
+    finally:
+        out.close()
+    view = memoryview(image)
+    while view:
+        n = os.write(fd, view[:1 << 24])
+        view = view[n:]
+    os.fsync(fd)
 
 
 def _check_root(path: Path, h5: h5py.File) -> int:
@@ -228,7 +347,87 @@ def _check_root(path: Path, h5: h5py.File) -> int:
                             f"newer version", path=path)
     if version < 0:
         raise ProjectError(f"bad schema_version {version}", path=path)
+    try:
+        problems = _structure_problems(h5, version)
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        problems = [f"unreadable layout ({type(e).__name__}: {str(e).splitlines()[0][:120]})"]
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise ProjectError(f"damaged DiffMem project: {'; '.join(problems[:3])}{more}",
+                           path=path)
     return version
+
+
+def _structure_problems(h5: h5py.File, version: int) -> list[str]:
+    """What is wrong with the layout of a project file (empty when it is sound)."""
+    problems: list[str] = []
+    for name in S.TOP_GROUPS:
+        obj = h5.get(name, getlink=True)
+        if obj is None:
+            # /studies and /optimizer_runs came later within schema 1: optional
+            if version >= 1 and name in (S.CONFIGS, S.TRACES, S.RUNS):
+                problems.append(f"/{name} is missing")
+            continue
+        if not isinstance(obj, h5py.HardLink):
+            problems.append(f"/{name} is a link, expected a group")
+            continue
+        if not isinstance(h5[name], h5py.Group):
+            problems.append(f"/{name} is a {type(h5[name]).__name__.lower()}, expected a group")
+    if problems:
+        return problems
+    for top in S.TOP_GROUPS:
+        if top not in h5:
+            continue
+        for member in h5[top]:
+            link = h5[top].get(member, getlink=True)
+            if not isinstance(link, h5py.HardLink):
+                problems.append(f"/{top}/{member} is a link (external or soft), expected a "
+                                f"group stored in the file")
+                continue
+            obj = h5[top][member]
+            if top == S.STUDIES:
+                continue
+            if not isinstance(obj, h5py.Group):
+                problems.append(f"/{top}/{member} is a dataset, expected a group")
+                continue
+            if version < 1:
+                continue
+            if top == S.CONFIGS:
+                problems += _json_attr_problem(obj, S.CONFIG_JSON, dict, f"/{top}/{member}")
+            elif top == S.TRACES:
+                storage = S.attr_str(obj.attrs.get(S.TRACE_STORAGE, ""))
+                if storage == "external":
+                    if not isinstance(obj.attrs.get(S.TRACE_PATH), (str, bytes)):
+                        problems.append(f"/{top}/{member}: external trace without a path")
+                elif storage == "embedded":
+                    gone = [d for d in ("addr", "cycle", "is_write")
+                            if not isinstance(obj.get(d), h5py.Dataset)]
+                    if gone:
+                        problems.append(f"/{top}/{member}: embedded trace lacks dataset(s) "
+                                        f"{', '.join(gone)}")
+                else:
+                    problems.append(f"/{top}/{member}: storage is {storage!r}, expected "
+                                    f"'embedded' or 'external'")
+            elif top == S.RUNS:
+                for key, kind in ((S.RUN_CONFIG, dict), (S.RUN_SUMMARY, dict)):
+                    if key in obj.attrs:
+                        problems += _json_attr_problem(obj, key, kind, f"/{top}/{member}")
+        if len(problems) > 20:
+            break
+    return problems
+
+
+def _json_attr_problem(g: h5py.Group, key: str, kind: type, where: str) -> list[str]:
+    if key not in g.attrs:
+        return [f"{where}: attribute {key!r} is missing"]
+    try:
+        value = json.loads(S.attr_str(g.attrs[key]))
+    except (TypeError, ValueError, RecursionError):
+        return [f"{where}: attribute {key!r} is not valid JSON"]
+    if not isinstance(value, kind):
+        return [f"{where}: attribute {key!r} holds a JSON {type(value).__name__}, expected "
+                f"an object"]
+    return []
 
 
 def _init_root(h5: h5py.File) -> None:
@@ -238,6 +437,23 @@ def _init_root(h5: h5py.File) -> None:
     h5.attrs[S.ATTR_NX_CLASS] = S.ROOT_NX_CLASS
     for name in S.TOP_GROUPS:
         h5.require_group(name).attrs[S.ATTR_NX_CLASS] = "NXcollection"
+
+
+def _require_space(path: Path, need: int, what: str) -> None:
+    """Refuse (ProjectError) a write needing ``need`` bytes when the project's disk has
+    less free: HDF5 must never meet a full disk (see :func:`projects.safefs.free_bytes`)."""
+    free = F.free_bytes(path.parent)
+    if free is not None and free < need:
+        raise ProjectError(f"cannot {what}: the disk is full ({free / 2**20:.1f} MiB free, "
+                           f"about {need / 2**20:.1f} MiB needed); the project file on disk "
+                           f"is unchanged (as last saved)", path=path)
+
+
+def _new_file_mode() -> int:
+    """Mode of a new project file: 0644 less the process's umask, as for any new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return F.NEW_FILE_MODE & ~mask
 
 
 def _jload(value: Any, default: Any = None) -> Any:
@@ -250,12 +466,32 @@ def _jload(value: Any, default: Any = None) -> Any:
 # The project
 # --------------------------------------------------------------------------------------------
 
+def _write_op(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a Project method that writes into the working copy: a write failure there
+    (disk full) becomes a ProjectError and marks the working copy unusable."""
+    import functools
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def inner(self: Project, *a: Any, **kw: Any) -> Any:
+            try:
+                return fn(self, *a, **kw)
+            except (OSError, RuntimeError) as e:
+                self._broken = F.describe_write_error(e)
+                raise _write_failed(self.path, what, e) from None
+        return inner
+    return wrap
+
+
 class Project:
     """An open project file.  Use :meth:`create` or :meth:`open`, not the constructor."""
 
     def __init__(self, path: Path, h5: h5py.File, work: Path | None, lock: Path | None,
-                 readonly: bool, schema_on_disk: int) -> None:
+                 readonly: bool, schema_on_disk: int, allow_external: bool = False) -> None:
         self.path = path
+        #: May trace references lead out of the project's folder? (see the module docstring)
+        self.allow_external = allow_external
+        self._broken: str | None = None    # why the working copy can no longer be written
         self._h5: h5py.File | None = h5
         self._work = work                  # None: reading the project file itself
         self._lock = lock
@@ -265,63 +501,96 @@ class Project:
 
     # ---- opening and closing ------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | os.PathLike[str]) -> Project:
+    def create(cls, path: str | os.PathLike[str], *,
+               allow_external: bool = False) -> Project:
         """Create a new, empty project file (saved at once) and open it for writing."""
         p = Path(path).absolute()
-        if p.exists():
+        if os.path.lexists(p):
             raise ProjectError("already exists: choose another name or open it", path=p)
         if not p.parent.is_dir():
             raise ProjectError(f"folder {p.parent} does not exist", path=p)
+        _require_space(p, F.SPACE_MARGIN, "create the project")
         lock = _acquire_lock(p)
-        work = _work_path(p)
+        work: Path | None = None
+        h5: h5py.File | None = None
         try:
-            h5 = h5py.File(work, "w")
+            _remove_orphans(p)
+            work = _work_path(p)
+            ident = F.create_empty(work, _new_file_mode())
+            h5 = F.open_h5_created(work, "w", ident)
             _init_root(h5)
-            project = cls(p, h5, work, lock, False, S.SCHEMA_VERSION)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                work.unlink()
+            h5.flush()
+            project = cls(p, h5, work, lock, False, S.SCHEMA_VERSION, allow_external)
+        except BaseException as e:
+            F.close_h5_quietly(h5)
+            if work is not None:
+                with contextlib.suppress(OSError):
+                    work.unlink()
             _release_lock(lock)
+            if isinstance(e, (OSError, RuntimeError)):
+                raise _write_failed(p, "create the project", e) from None
             raise
         try:
             project.save()
         except BaseException:
             project.close()
+            with contextlib.suppress(OSError):
+                if p.exists() and p.stat().st_size == 0:
+                    p.unlink()
             raise
         return project
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, readonly: bool = False) -> Project:
-        """Open a project file; writable opens take the lock and work on a copy."""
+    def open(cls, path: str | os.PathLike[str], *, readonly: bool = False,
+             allow_external: bool = False) -> Project:
+        """Open a project file; writable opens take the lock and work on a copy.
+
+        ``allow_external``: trace references may lead out of the project's folder (the
+        user's explicit consent; refused otherwise, see :class:`ExternalTraceRefused`)."""
         p = Path(path).absolute()
         if not p.is_file():
             raise ProjectError("no such project file", path=p)
-        if not h5py.is_hdf5(str(p)):
+        try:
+            is_h5 = h5py.is_hdf5(str(p))
+        except OSError as e:
+            raise ProjectError(f"cannot read: {F.describe_write_error(e)}", path=p) from None
+        if not is_h5:
             raise ProjectError("not a DiffMem project file (not an HDF5 file)", path=p)
         lock = None if readonly else _acquire_lock(p)
         work: Path | None = None
+        h5: h5py.File | None = None
         try:
+            if lock is not None:
+                _remove_orphans(p)
             try:
-                with h5py.File(p, "r") as h5:
-                    version = _check_root(p, h5)
-            except OSError as e:
+                with h5py.File(p, "r") as probe:
+                    version = _check_root(p, probe)
+            except (OSError, RuntimeError) as e:
                 raise ProjectError(f"cannot read as HDF5: {e}", path=p) from None
             if readonly and version == S.SCHEMA_VERSION:
-                return cls(p, h5py.File(p, "r"), None, None, True, version)
+                return cls(p, h5py.File(p, "r"), None, None, True, version, allow_external)
             work = _work_path(p)
-            shutil.copyfile(p, work)
-            h5 = h5py.File(work, "r+")
+            _require_space(p, p.stat().st_size + F.SPACE_MARGIN, "open the project for "
+                           "writing (it works on a copy next to the file)")
+            try:
+                ident = F.copy_exclusive(p, work, F.file_mode(p))
+                h5 = F.open_h5_created(work, "r+", ident)
+            except (OSError, RuntimeError) as e:
+                raise _write_failed(p, "make the working copy", e) from None
             try:
                 S.migrate(h5, version)
+                for name in (S.STUDIES, S.OPTIMIZER_RUNS):
+                    if name not in h5:
+                        h5.require_group(name).attrs[S.ATTR_NX_CLASS] = "NXcollection"
                 h5.flush()
             except Exception as e:
-                h5.close()
                 if isinstance(e, DiffMemError):
                     raise
                 raise ProjectError(f"cannot migrate from schema {version}: {e}",
                                    path=p) from e
-            return cls(p, h5, work, lock, readonly, version)
+            return cls(p, h5, work, lock, readonly, version, allow_external)
         except BaseException:
+            F.close_h5_quietly(h5)
             if work is not None:
                 with contextlib.suppress(OSError):
                     work.unlink()
@@ -335,8 +604,14 @@ class Project:
             return
         if self.modified and not self.readonly:
             log.info("%s: closing with unsaved changes (discarded)", self.path)
-        self._h5.close()
-        self._h5 = None
+        h5, self._h5 = self._h5, None
+        if self._broken is not None:
+            F.close_h5_quietly(h5)
+        else:
+            try:
+                h5.close()
+            except Exception:   # noqa: BLE001 - e.g. a flush failing on a full disk
+                F.close_h5_quietly(h5)
         if self._work is not None:
             with contextlib.suppress(OSError):
                 self._work.unlink()
@@ -365,6 +640,10 @@ class Project:
         h5 = self.h5
         if self.readonly:
             raise ProjectError("project is open read-only", path=self.path)
+        if self._broken is not None:
+            raise ProjectError(f"the working copy could not be written ({self._broken}): "
+                               f"close the project and open it again (the project file holds "
+                               f"the last save)", path=self.path)
         self.modified = True
         return h5
 
@@ -372,20 +651,26 @@ class Project:
     def save(self) -> None:
         """Write the working copy to the project file atomically (see the module docstring)."""
         h5 = self._writable()
-        h5.flush()
         folder = self.path.parent
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                        dir=folder)
-        os.close(fd)
-        tmp = Path(tmp_name)
+        tmp: Path | None = None
         try:
-            mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o644
-            _write_copy(h5, tmp)
-            os.chmod(tmp, mode)
+            self._require_space(self._work_size() + F.SPACE_MARGIN, "save")
+            self._guarded("save", h5.flush)
+            mode = F.file_mode(self.path, _new_file_mode())
+            tmp = F.fresh_name(folder, f".{self.path.name}.", ".tmp")
+            fd = F.create_exclusive(tmp, mode)
+            try:
+                _write_copy(h5, fd)
+            finally:
+                os.close(fd)
             os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+            tmp = None
+        except BaseException as e:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            if isinstance(e, (OSError, RuntimeError)):
+                raise _write_failed(self.path, "save", e) from None
             raise
         fsync_dir(folder)
         self.modified = False
@@ -419,8 +704,11 @@ class Project:
             raise ProjectError(f"a {kind} named {name!r} already exists", path=self.path)
 
     def names(self, kind: str) -> list[str]:
+        if kind in S.KINDS and S.KINDS[kind] not in self.h5:
+            return []                      # an optional group absent from an older file
         return sorted(self._group(kind))
 
+    @_write_op("rename")
     def rename(self, kind: str, old: str, new: str) -> None:
         """Rename a config, trace or run; runs referring to a renamed config or trace follow."""
         self._get(kind, old)
@@ -434,12 +722,14 @@ class Project:
                 if S.attr_str(run.attrs.get(ref, "")) == old:
                     run.attrs[ref] = new
 
+    @_write_op("delete")
     def delete(self, kind: str, name: str) -> None:
         """Delete a config, trace or run (runs keep their config snapshot)."""
         self._get(kind, name)
         h5 = self._writable()
         del h5[f"{S.KINDS[kind]}/{name}"]
 
+    @_write_op("duplicate")
     def duplicate(self, kind: str, name: str, new: str) -> None:
         """Copy a config, trace or run under a new name."""
         src = self._get(kind, name)
@@ -467,6 +757,7 @@ class Project:
         self.delete(kind, name)
         return held
 
+    @_write_op("restore")
     def put_back(self, kind: str, name: str, held: h5py.File) -> None:
         """Restore an entity returned by :meth:`take_out` under ``name``."""
         self._check_free(kind, name)
@@ -474,6 +765,7 @@ class Project:
         held.copy(held["entity"], h5[S.KINDS[kind]], name=name)
 
     # ---- configs -----------------------------------------------------------------------------
+    @_write_op("add the config")
     def add_config(self, name: str, cfg: MemoryConfig, *, replace: bool = False) -> None:
         """Store a memory config (as JSON of :meth:`MemoryConfig.to_dict`)."""
         self._check_name(name)
@@ -504,43 +796,78 @@ class Project:
 
     # ---- traces ------------------------------------------------------------------------------
     def add_trace(self, name: str, source_path: str | os.PathLike[str], embed: bool = True, *,
-                  fmt: str | None = None, group: str = "trace") -> None:
+                  fmt: str | None = None, group: str = "trace",
+                  allow_external: bool | None = None) -> None:
         """Add a trace file: embedded (streamed chunk by chunk into the project) or referred
         to by path.  ``fmt``/``group`` describe the source as for
-        :func:`engine.trace.iter_trace`."""
+        :func:`engine.trace.iter_trace`.
+
+        A reference (``embed=False``) is stored relative to the project's folder; a file
+        outside that folder needs ``allow_external`` (default: the project's setting) and is
+        stored by its absolute path."""
         from engine.trace import detect_format, iter_trace, trace_summary, write_hdf5
         self._check_free("trace", name)
         src = Path(source_path).absolute()
+        folder = self.path.parent
+        if not embed and not F.is_inside(folder, src) and not (
+                self.allow_external if allow_external is None else allow_external):
+            raise ExternalTraceRefused(self.path, name, src)
         kind = fmt or detect_format(src)
         summary = trace_summary(src, fmt=kind, group=group)
         h5 = self._writable()
         if embed:
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".trace.h5",
-                                            dir=self.path.parent)
-            os.close(fd)
-            tmp = Path(tmp_name)
+            # the temporary HDF5 trace and its copy in the working copy: at most the
+            # uncompressed size each, plus the working copy's next flush
+            raw = int(summary.get("requests", 0)) * F.TRACE_RECORD_BYTES
+            self._require_space(2 * raw + F.SPACE_MARGIN, f"add trace {name!r}")
+            tmp = F.fresh_name(folder, f".{self.path.name}.", ".trace.h5")
             try:
                 write_hdf5(tmp, iter_trace(src, fmt=kind, group=group), group="trace")
                 with h5py.File(tmp, "r") as t:
-                    t.copy(t["trace"], h5[S.TRACES], name=name)
+                    self._guarded("add the trace", lambda: t.copy(
+                        t["trace"], h5[S.TRACES], name=name))
+            except (OSError, RuntimeError) as e:
+                raise _write_failed(self.path, f"add trace {name!r}", e) from None
             finally:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
-            g = h5[S.TRACES][name]
-            g.attrs[S.TRACE_STORAGE] = "embedded"
-        else:
-            g = h5[S.TRACES].create_group(name)
-            g.attrs[S.TRACE_STORAGE] = "external"
-            g.attrs[S.TRACE_PATH] = str(src)
-            g.attrs[S.TRACE_FMT] = kind
-            if kind == "hdf5":
-                g.attrs["group"] = group
-        g.attrs[S.ATTR_NX_CLASS] = "NXcollection"
-        g.attrs[S.TRACE_SOURCE] = str(src)
-        g.attrs[S.TRACE_SUMMARY] = S.to_json(summary)
-        g.attrs[S.ATTR_CREATED] = _now()
-        for key in ("requests", "reads", "writes"):
-            g.attrs[key] = int(summary[key])
+
+        def describe() -> None:
+            if embed:
+                g = h5[S.TRACES][name]
+                g.attrs[S.TRACE_STORAGE] = "embedded"
+            else:
+                g = h5[S.TRACES].create_group(name)
+                g.attrs[S.TRACE_STORAGE] = "external"
+                g.attrs[S.TRACE_PATH] = F.stored_reference(folder, src)
+                g.attrs[S.TRACE_FMT] = kind
+                if kind == "hdf5":
+                    g.attrs["group"] = group
+            g.attrs[S.ATTR_NX_CLASS] = "NXcollection"
+            g.attrs[S.TRACE_SOURCE] = str(src)
+            g.attrs[S.TRACE_SUMMARY] = S.to_json(summary)
+            g.attrs[S.ATTR_CREATED] = _now()
+            for key in ("requests", "reads", "writes"):
+                g.attrs[key] = int(summary[key])
+        self._guarded(f"add trace {name!r}", describe)
+
+    def _work_size(self) -> int:
+        try:
+            return os.stat(self._work if self._work is not None else self.path).st_size
+        except OSError:
+            return 0
+
+    def _require_space(self, need: int, what: str) -> None:
+        _require_space(self.path, need, what)
+
+    def _guarded(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run a write into the working copy; a failure there (disk full) marks the working
+        copy unusable and raises ProjectError (the project file keeps its last save)."""
+        try:
+            return fn()
+        except (OSError, RuntimeError) as e:
+            self._broken = F.describe_write_error(e)
+            raise _write_failed(self.path, what, e) from None
 
     def traces(self) -> list[str]:
         return self.names("trace")
@@ -551,17 +878,30 @@ class Project:
                 "source": S.attr_str(g.attrs.get(S.TRACE_SOURCE, "")),
                 "summary": _jload(g.attrs.get(S.TRACE_SUMMARY), {})}
 
-    def trace_source(self, name: str) -> TraceSource:
-        """Where to read trace ``name`` from (see :func:`simulate_source`)."""
+    def trace_source(self, name: str, *, allow_external: bool | None = None) -> TraceSource:
+        """Where to read trace ``name`` from (see :func:`simulate_source`).
+
+        A reference resolves against the project's folder; one leading out of it raises
+        :class:`ExternalTraceRefused` unless ``allow_external`` (default: the project's
+        setting)."""
         g = self._get("trace", name)
         if S.attr_str(g.attrs.get(S.TRACE_STORAGE, "embedded")) == "external":
             fmt = S.attr_str(g.attrs.get(S.TRACE_FMT, "text"))
-            grp = S.attr_str(g.attrs["group"]) if fmt == "hdf5" else None
-            return TraceSource(Path(S.attr_str(g.attrs[S.TRACE_PATH])), grp, fmt, False)
+            if fmt not in ("text", "binary", "hdf5"):
+                raise ProjectError(f"trace {name!r}: stored format {fmt[:40]!r} is not one of "
+                                   f"text, binary, hdf5 (damaged project)", path=self.path)
+            grp = S.attr_str(g.attrs.get("group", "trace")) if fmt == "hdf5" else None
+            target, inside = F.resolve_reference(self.path.parent,
+                                                 S.attr_str(g.attrs.get(S.TRACE_PATH, "")))
+            allowed = self.allow_external if allow_external is None else allow_external
+            if not inside and not allowed:
+                raise ExternalTraceRefused(self.path, name, target)
+            return TraceSource(target, grp, fmt, False)
         self.h5.flush()
         return TraceSource(Path(self.h5.filename), g.name.lstrip("/"), "hdf5", True)
 
     # ---- runs ----------------------------------------------------------------------------------
+    @_write_op("add the run")
     def add_run(self, run_id: str | None, cfg_name: str, trace_name: str,
                 options: dict[str, Any], stats: Any) -> str:
         """Store a simulation's statistics; returns the run id (made up when None)."""
@@ -655,6 +995,7 @@ class Project:
         """Names of the stored studies, sorted."""
         return sorted(self.h5[S.STUDIES]) if S.STUDIES in self.h5 else []
 
+    @_write_op("store the study")
     def put_study(self, name: str, document: dict[str, Any]) -> None:
         """Create study *name* from a study document (``study``, ``setup``, ``points``), or
         update an existing one of the same type: its points are merged, its results kept."""
@@ -697,6 +1038,7 @@ class Project:
         except (KeyError, ValueError) as e:
             raise ProjectError(f"study {name!r} is corrupt: {e}", path=self.path) from None
 
+    @_write_op("store the study result")
     def add_study_result(self, name: str, record: dict[str, Any]) -> None:
         """Store (or replace) the result record of one point of study *name*."""
         g = self._get("study", name)
@@ -723,6 +1065,7 @@ class Project:
         return out
 
     # ---- optimiser runs (optimizer.methods) ----------------------------------------------------
+    @_write_op("store the optimiser run")
     def add_optimizer_run(self, run_id: str | None, settings: dict[str, Any],
                           schedule: dict[str, Any], history: Sequence[Any] = ()) -> str:
         """Store an optimiser run: its settings, the schedule file's JSON and the progress

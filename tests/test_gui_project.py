@@ -129,7 +129,7 @@ def test_tree_rename_duplicate_delete(qtbot, make_window, tmp_path, monkeypatch)
     monkeypatch.setattr(w, "_ask_save_path", lambda: str(path))
     assert w.new_project()
     w.project.add_config("ddr4", load_config("DDR4-3200"))
-    w.project.add_trace("demo", DEMO, embed=False)
+    w.project.add_trace("demo", DEMO, embed=False, allow_external=True)
     w.project_tree.refresh()
     tree = w.project_tree
     assert tree.names("config") == ["ddr4"] and tree.names("trace") == ["demo"]

@@ -32,7 +32,7 @@ def stored_project(tmp_path_factory) -> Path:
 
     path = tmp_path_factory.mktemp("proj") / "cmp.dmproj"
     with Project.create(path) as p:
-        p.add_trace("demo", DEMO, embed=False)
+        p.add_trace("demo", DEMO, embed=False, allow_external=True)
         for run_id, preset in RUNS:
             cfg = load_config(preset)
             p.add_config(preset, cfg)

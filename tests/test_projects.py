@@ -56,7 +56,7 @@ def test_round_trip(tmp_path, sim_data):
     with Project.create(path) as p:
         p.add_config("ddr4", cfg)
         p.add_trace("emb", trace, embed=True)
-        p.add_trace("ext", trace, embed=False)
+        p.add_trace("ext", trace, embed=False, allow_external=True)   # outside the folder
         rid = p.add_run("r1", "ddr4", "emb", {"epoch": 1000}, stats)
         assert rid == "r1"
         auto = p.add_run(None, "ddr4", "ext", {}, stats)
@@ -72,7 +72,7 @@ def test_round_trip(tmp_path, sim_data):
         assert h5["traces/emb/addr"].chunks is not None
         assert h5["runs/r1"].attrs["kind"] == "simulation"
 
-    with Project.open(path) as p:
+    with Project.open(path, allow_external=True) as p:
         assert p.configs() == ["ddr4"]
         assert p.get_config("ddr4") == cfg
         assert p.traces() == ["emb", "ext"]
@@ -285,7 +285,7 @@ def test_v0_migrates_on_open_and_saves_as_v1(tmp_path, sim_data):
     _write_v0(path, cfg, stats, trace)
     with Project.open(path, readonly=True) as p:           # read-only: migrated in a copy
         assert p.get_config("ddr4") == cfg
-    with Project.open(path) as p:
+    with Project.open(path, allow_external=True) as p:  # absolute reference
         assert p.schema_on_disk == 0 and p.modified
         assert p.h5.attrs["schema_version"] == 1
         assert p.configs() == ["ddr4"]

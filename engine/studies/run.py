@@ -38,7 +38,7 @@ class StudyOutcome:
 def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | None = None,
               project: Any = None, study_name: str | None = None, workers: int | None = None,
               cluster: Any = None, progress: ProgressFn | None = None,
-              cancel: CancelFn | None = None) -> StudyOutcome:
+              cancel: CancelFn | None = None, security: Any = None) -> StudyOutcome:
     """Build the study's points from *setup* and run them (see the module docstring)."""
     study = get_study(name)
     if folder is not None and project is not None:
@@ -56,7 +56,7 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
         sink.begin(document)
     before = set(sink.done()) if sink is not None else set()
     records = run_points(points, sink=sink, workers=workers, cluster=cluster,
-                         progress=progress, cancel=cancel)
+                         progress=progress, cancel=cancel, security=security)
     reused = len(before & {p.point_id for p in points})
     return StudyOutcome(document, records, len(records) - reused, reused)
 

@@ -1,0 +1,136 @@
+"""Hardened trace readers and online simulator API (issue 15)."""
+from __future__ import annotations
+
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from engine.api_checks import SimulatorInputError
+from engine.config import load_config
+from engine.errors import DiffMemError, TraceError
+from engine.simulator import SimOptions, Simulator, simulate_trace
+from engine.trace import TraceChunk, read_trace, trace_summary, write_binary, write_hdf5
+
+
+def _h5(path, **datasets):
+    with h5py.File(path, "w") as h5:
+        g = h5.create_group("trace")
+        g.attrs["format"] = "diffmem-trace"
+        for k, v in datasets.items():
+            if k == "version":
+                g.attrs["version"] = v
+            else:
+                g.create_dataset(k, data=v)
+    return path
+
+
+GOOD = dict(addr=np.arange(4, dtype=np.uint64) * 64, cycle=np.arange(4, dtype=np.uint64),
+            is_write=np.zeros(4, np.uint8))
+
+
+@pytest.mark.parametrize("change,expect", [
+    ({"addr": np.array([b"0x40", b"0x80", b"x", b"y"])}, "dataset addr has dtype"),
+    ({"addr": np.zeros((2, 2), np.uint64)}, "expected a 1-D dataset"),
+    ({"addr": np.uint64(5)}, "expected a 1-D dataset"),
+    ({"addr": np.zeros(4, dtype=[("a", "<u8"), ("b", "<u4")])}, "dataset addr has dtype"),
+    ({"version": "one"}, "version is not an integer"),
+    ({"is_write": np.array([0, 1, 2, 0], np.uint8)}, "is_write is 2"),
+    ({"cycle": np.array([0, 1, 2, 2**62 + 5], np.uint64)}, "beyond 2^62"),
+    ({"addr": np.array([0, -64, 128, 192], np.int64)}, "is negative"),
+    ({"cycle": np.array([0.5, 1, 2, 3])}, "dataset cycle has dtype"),
+    ({"stream": np.array([0, 1, 70000, 0], np.int64)}, "stream 70000 is out of range"),
+])
+def test_hdf5_trace_with_bad_datasets_is_a_clean_error(tmp_path, change, expect):
+    path = _h5(tmp_path / "t.h5", **{**GOOD, **change})
+    with pytest.raises(TraceError) as err:
+        read_trace(path)
+    assert expect in str(err.value) and str(path) in str(err.value)
+    with pytest.raises(TraceError):
+        trace_summary(path)
+
+
+def test_binary_cycle_beyond_2_62(tmp_path):
+    path = tmp_path / "t.dmt"
+    write_binary(path, TraceChunk.from_arrays([0, 64], [False, True], [0, 10]))
+    raw = bytearray(path.read_bytes())
+    # second record's cycle field: header 32 bytes, record = addr u8, cycle i8, ...
+    rec = (len(raw) - 32) // 2
+    raw[32 + rec + 8: 32 + rec + 16] = (2**63 - 1).to_bytes(8, "little")
+    path.write_bytes(bytes(raw))
+    with pytest.raises(TraceError, match="record 2: cycle 9223372036854775807 is beyond 2\\^62"):
+        read_trace(path)
+
+
+# ---- online API --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config("DDR4-3200")
+
+
+@pytest.mark.parametrize("args,expect", [
+    (([0, 64], [False], [0, 1]), "differ in length"),
+    (([0, 64], ["no", "yes"], [0, 1]), "is_write: expected booleans"),
+    (([0, 64], [0, 2], [0, 1]), "is_write is 2"),
+    (([0, 64], [0, 0], [-5, 1]), "cycle -5 is negative"),
+    (([0, 64], [0, 0], [10, 3]), "cycle 3 is before"),
+    (([0, 64], [0, 0], [0.5, 1]), "whole numbers"),
+    (([0, 64], [0, 0], [0, 2**62 + 1]), "beyond 2^62"),
+    ((np.zeros((2, 2)), [0, 0], [0, 1]), "1-D"),
+    ((["a", "b"], [0, 0], [0, 1]), "addr: expected integers"),
+])
+def test_feed_rejects_bad_input(cfg, args, expect):
+    sim = Simulator(cfg)
+    with pytest.raises(SimulatorInputError, match=expect.replace("^", "\\^")):
+        sim.feed(*args)
+    sim.close()
+
+
+def test_feed_cycles_must_not_go_back_across_calls(cfg):
+    sim = Simulator(cfg)
+    sim.feed(np.array([0], np.uint64), np.array([False]), np.array([100]))
+    with pytest.raises(SimulatorInputError, match="before the previous request's cycle 100"):
+        sim.feed(np.array([64], np.uint64), np.array([False]), np.array([99]))
+
+
+def test_use_after_close_is_refused(cfg):
+    sim = Simulator(cfg)
+    sim.close()
+    for call in (lambda: sim.feed([0], [False], [0]), lambda: sim.advance(10),
+                 lambda: sim.access([0], [64], [False], [0])):
+        with pytest.raises(DiffMemError, match="closed"):
+            call()
+
+
+def test_huge_advance_and_gaps_are_bounded(cfg, tmp_path):
+    sim = Simulator(cfg)
+    t0 = time.process_time()
+    with pytest.raises(SimulatorInputError, match="refresh intervals"):
+        sim.advance(2**62 - 1)
+    with pytest.raises(SimulatorInputError, match="outside"):
+        sim.advance(2**63 - 1)
+    with pytest.raises(SimulatorInputError, match="integer"):
+        sim.advance("12")
+    for gap in (10**12, 9 * 10**17, 2**62 - 1):
+        path = tmp_path / f"g{gap}.trace"
+        path.write_text(f"0x0 READ 0\n0x40 READ {gap}\n")
+        with pytest.raises(DiffMemError, match="idle gap|more than 18 digits"):
+            simulate_trace(cfg, path)
+    assert time.process_time() - t0 < 30        # refused up front, not simulated
+    # a long but bounded gap is simulated (idle time skipped)
+    path = tmp_path / "ok.trace"
+    path.write_text("0x0 READ 0\n0x40 READ 50000000\n")
+    stats = simulate_trace(cfg, path, SimOptions(epoch=10**7))
+    assert stats.summary["num_reads_done"] == 2
+
+
+def test_access_validates_sizes(cfg):
+    sim = Simulator(cfg)
+    with pytest.raises(SimulatorInputError, match="sizes"):
+        sim.access([0, 64], [0, 64], [False, False], [0, 1])
+    with pytest.raises(SimulatorInputError, match="sizes"):
+        sim.access([0, 64], [64], [False, False], [0, 1])
+    ids = sim.access([0], [256], [False], [0])
+    assert len(ids) == 256 // cfg.request_size_bytes

@@ -1,0 +1,104 @@
+"""Hardened optimiser inputs (issue 15): hardware TOML, network JSON and schedule JSON files
+give clean errors naming the file and field for bad bytes, nesting, types and magnitudes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optimizer.errors import HardwareError, MappingError, WorkloadError
+from optimizer.hardware import HARDWARE_DIR, load_hardware
+from optimizer.mapping import load_schedule
+from optimizer.workload import load_network
+
+REPO = Path(__file__).resolve().parents[1]
+LARGE = (HARDWARE_DIR / "large.toml").read_text()
+
+
+def _hw(tmp_path, text: str) -> Path:
+    p = tmp_path / "hw.toml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("old,new,field,expect", [
+    ("bandwidth_words_per_cycle = ", "bandwidth_words_per_cycle = 1e18 #", "dram.",
+     "physical range"),
+    ("read_pj = ", "read_pj = 1e-300 #", ".read_pj", "physical range"),
+    ("[mac]", "[l4cache]\nread_pj = 1\n[mac]", "l4cache", "unknown section or memory level"),
+    ("[mac]", "[mac]\nspeed = 3", "mac.speed", "unknown key"),
+    ("rows = ", "rows = 1e300 #", "array.rows", "physical range"),
+])
+def test_hardware_bounds_and_layout(tmp_path, old, new, field, expect):
+    p = _hw(tmp_path, LARGE.replace(old, new, 1))
+    with pytest.raises(HardwareError) as err:
+        load_hardware(p)
+    assert expect in str(err.value) and field in str(err.value) and str(p) in str(err.value)
+
+
+def test_hardware_non_utf8_and_nesting(tmp_path):
+    p = tmp_path / "hw.toml"
+    p.write_bytes(b"name = \"\xff\xfe\"\n")
+    with pytest.raises(HardwareError, match="not UTF-8"):
+        load_hardware(p)
+    p.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(HardwareError):
+        load_hardware(p)
+
+
+def _net(tmp_path, data) -> Path:
+    p = tmp_path / "net.json"
+    p.write_text(data if isinstance(data, str) else json.dumps(data))
+    return p
+
+
+LAYER = {"name": "l0", "type": "conv", "dims": {"N": 1, "K": 64, "C": 64, "P": 14, "Q": 14,
+                                                "R": 3, "S": 3}}
+
+
+@pytest.mark.parametrize("data,expect", [
+    ([{**LAYER, "dims": {**LAYER["dims"], "K": 10**18}}], "beyond 1048576"),
+    ([{**LAYER, "dims": {**LAYER["dims"], "K": 10**4000}}], "digits"),
+    ([{**LAYER, "dims": {**LAYER["dims"], "K": 1e300}}], "positive integer"),
+    ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ({"name": ["x"], "layers": [LAYER]}, "non-empty string 'name'"),
+    ([{**LAYER, "stride": 10**9}], "stride"),
+])
+def test_network_files(tmp_path, data, expect):
+    p = _net(tmp_path, data)
+    t0 = time.process_time()
+    with pytest.raises(WorkloadError) as err:
+        load_network(p)
+    assert expect in str(err.value) and str(p) in str(err.value)
+    assert time.process_time() - t0 < 10
+
+
+def test_network_non_utf8(tmp_path):
+    p = tmp_path / "net.json"
+    p.write_bytes(b'[{"name": "\xc3\x28"}]')
+    with pytest.raises(WorkloadError, match="not UTF-8"):
+        load_network(p)
+
+
+@pytest.mark.parametrize("fused,expect", [
+    (5, "list of"), ([1, 2], "list of"), ([["a"]], "list of"), ([["a", "zz"]], "no mapping"),
+])
+def test_schedule_fused_edges(tmp_path, fused, expect):
+    p = tmp_path / "s.json"
+    base = {"network": "x", "layers": {}, "fused_edges": fused}
+    p.write_text(json.dumps(base))
+    with pytest.raises(MappingError, match=expect):
+        load_schedule(p)
+
+
+def test_cli_exit_2_on_bad_hardware(tmp_path):
+    p = _hw(tmp_path, LARGE.replace("[mac]", "[l4cache]\nread_pj = 1\n[mac]", 1))
+    r = subprocess.run([sys.executable, str(REPO / "main.py"), "optimize", "--network",
+                        "resnet18", "--hw", str(p), "--method", "random", "--evaluations", "2",
+                        "--out", str(tmp_path / "s.json")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2 and "l4cache" in r.stderr and "Traceback" not in r.stderr

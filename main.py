@@ -487,7 +487,11 @@ def cmd_cosim(args: argparse.Namespace) -> int:
         budget = _budget(args, 5000, 60.0)
 
     def optimize(network: Any, hardware: Any) -> Any:
+        import time
+        cpu = time.process_time()
         result, _ = run_method(network, hardware, args.method, budget, args.seed)
+        result.schedule.meta.update(evaluations=result.evaluations,
+                                    cpu_s=round(time.process_time() - cpu, 2))
         return result.schedule, result.result
 
     def progress(layer: str) -> None:

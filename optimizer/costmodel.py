@@ -279,7 +279,8 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
         otile_q=f[ACC][:, Q_], dim_n=lb.dims[:, N_], dim_k=lb.dims[:, K_],
         dim_c=lb.dims[:, C_], dim_p=lb.dims[:, P_], dim_q=lb.dims[:, Q_], dim_r=lb.dims[:, R_],
         dim_s=lb.dims[:, S_], dim_stride=lb.stride, is_matmul=lb.rel_w[:, N_].to(DTYPE),
-        is_depthwise=(lb.in_chan == K_).to(DTYPE), o_revisit_tiles=revisit, o_step_dim=step_dim, o_step_factor=step_factor)
+        is_depthwise=(lb.in_chan == K_).to(DTYPE), o_revisit_tiles=revisit, o_step_dim=step_dim,
+        o_step_factor=step_factor)
 
 
 def _revisit_tiles(mt: MappingTensors, lb: LayerBatch

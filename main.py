@@ -777,8 +777,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Optimise a network's schedule, generate the DRAM requests "
                                    "of executing it on Gemmini, simulate them on a memory "
                                    "configuration, compare with the analytical model, and "
-                                   "re-optimise with the DRAM bandwidth and energy the engine "
-                                   "measured until the schedule stops changing.")
+                                   "re-optimise under the DRAM term refit on the engine's "
+                                   "measurements, keeping the best engine-measured EDP.")
     p.add_argument("--network", required=True, metavar="NET", help="network name or .json")
     p.add_argument("--hw", required=True, metavar="HW", help="large, small or a .toml file")
     p.add_argument("--memory", required=True, metavar="MEM",

@@ -512,6 +512,7 @@ def cmd_cosim(args: argparse.Namespace) -> int:
         summary["validation"] = validation.validate(
             net, hw, memory, iters[-1].refit_hw, picks, layout=args.layout,
             placement=args.placement, acc_ghz=args.acc_ghz,
+            measured=[(it.sched, it.cosim) for it in iters],
             progress=lambda m: print(f"  ... {m}", file=sys.stderr, flush=True))
     data = {"network": net.name, "hardware": hw.name, "memory": memory.name,
             "layout": args.layout, "placement": args.placement, "method": args.method,

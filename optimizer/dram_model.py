@@ -448,11 +448,6 @@ def unscaled(term: DramTerm) -> DramTerm:
     return replace(term, k_time=1.0, k_background=1.0, k_refresh=1.0, k_data=1.0, k_act=1.0)
 
 
-__all__ = ["Calibration", "DramTerm", "DramAwareHardware", "DramParts", "Observation",
-           "calibrate", "config_hash", "default_cache_dir", "dram_traffic", "pattern_addresses",
-           "model_parts", "refit", "scaled", "tensor_patterns", "time_energy_pj", "unscaled"]
-
-
 # ---- the model's figures of a discrete schedule ---------------------------------------------
 def model_parts(net: Any, sched: Any, hw: DramAwareHardware) -> list[dict[str, float]]:
     """Per layer of a schedule, the DRAM term's parts before the refit scales (``time``:
@@ -484,3 +479,8 @@ def scaled(parts: dict[str, float], term: DramTerm) -> dict[str, float]:
     """Unscaled parts (:func:`model_parts`) with the term's refit scales applied."""
     k = term.scales()
     return {p: parts[p] * k[f"k_{p}"] for p in PARTS}
+
+
+__all__ = ["Calibration", "DramTerm", "DramAwareHardware", "DramParts", "Observation",
+           "calibrate", "config_hash", "default_cache_dir", "dram_traffic", "pattern_addresses",
+           "model_parts", "refit", "scaled", "tensor_patterns", "time_energy_pj", "unscaled"]

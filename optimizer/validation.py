@@ -126,28 +126,37 @@ def candidates(space: SearchSpace, loop: Sequence[Schedule], k: int, seed: int =
 
 def validate(net: Any, hw: Any, memory: Any, dram_hw: Any, schedules: Sequence[tuple[str, Any]],
              *, layout: str = "nhwc", placement: str = "packed", acc_ghz: float = 1.0,
+             measured: Sequence[tuple[Any, Any]] = (),
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Score every schedule both ways; the summary dict of ``cosim --validate``."""
-    from optimizer.cosim import cosimulate
-    from optimizer.dram_model import DramAwareHardware, unscaled
+    """Score every schedule both ways; the summary dict of ``cosim --validate``.  ``measured``
+    holds (Schedule, CosimResult) pairs already simulated with the same memory, layout and
+    placement (the loop's): their engine figures are reused, not simulated again."""
+    from optimizer.cosim import _same, cosimulate
+    from optimizer.dram_model import PARTS, DramAwareHardware, model_parts, scaled, unscaled
     calibrated = DramAwareHardware.of(hw, unscaled(dram_hw.dram))
     points: list[ValidationPoint] = []
     for n, (source, sched) in enumerate(schedules):
+        cs = next((c for s, c in measured if _same(s, sched)), None)
         if progress is not None:
-            progress(f"validation schedule {n + 1}/{len(schedules)} ({source})")
-        res = evaluate_schedule(net, sched, hw)
-        cs = cosimulate(net, sched, hw, memory, layout=layout, placement=placement,
-                        acc_ghz=acc_ghz, result=res, dram_hw=dram_hw)
-        cal_t = sum(x.model_parts.get("time", 0.0) for x in cs.layers)
-        cal_e = sum(sum(x.model_parts.get(p, 0.0) for p in ("background", "refresh", "data",
-                                                            "act")) for x in cs.layers)
+            progress(f"validation schedule {n + 1}/{len(schedules)} ({source}"
+                     f"{', measured in the loop' if cs is not None else ''})")
+        if cs is None:
+            cs = cosimulate(net, sched, hw, memory, layout=layout, placement=placement,
+                            acc_ghz=acc_ghz, result=evaluate_schedule(net, sched, hw))
+        raw = model_parts(net, sched, dram_hw)
+        fit = [scaled(p, dram_hw.dram) for p in raw]
+
+        def energy(parts: list[dict[str, float]]) -> float:
+            return sum(p[k] for p in parts for k in PARTS if k != "time")
         points.append(ValidationPoint(
             source=source, requests=cs.requests, fused=len(sched.fused),
             engine_edp=cs.engine_edp, engine_dram_cycles=cs.engine_dram_cycles,
-            engine_dram_pj=cs.engine_dram_pj, model_edp=cs.model_edp,
-            model_dram_cycles=cs.model_dram_cycles, model_dram_pj=cs.model_dram_pj,
+            engine_dram_pj=cs.engine_dram_pj,
+            model_edp=evaluate_schedule(net, sched, dram_hw).edp,
+            model_dram_cycles=sum(p["time"] for p in fit), model_dram_pj=energy(fit),
             model_edp_calibrated=evaluate_schedule(net, sched, calibrated).edp,
-            model_dram_cycles_calibrated=cal_t, model_dram_pj_calibrated=cal_e))
+            model_dram_cycles_calibrated=sum(p["time"] for p in raw),
+            model_dram_pj_calibrated=energy(raw)))
     return summarise(points, memory.name)
 
 

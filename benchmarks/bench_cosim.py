@@ -8,6 +8,8 @@ layouts and placements of a schedule compared on the engine.
     .venv/bin/python benchmarks/bench_cosim.py tables r18_ddr4.json r18_hbm2.json ...
     # the first and the kept schedule of a result under every layout and placement
     .venv/bin/python benchmarks/bench_cosim.py layouts r18_ddr4.json [--json OUT.json]
+    # per layer, model vs engine of validation schedule I of a result
+    .venv/bin/python benchmarks/bench_cosim.py layers mb_hbm2.json I
 
 Prints markdown tables.  Every figure comes from the result files (model and engine) or from
 fresh engine runs (layouts); nothing is hard-coded.
@@ -174,6 +176,41 @@ def layouts(path: str, out: str | None) -> None:
         atomic_write_text(out, json.dumps({"source": path, "rows": rows}, indent=1))
 
 
+def layer_diagnosis(path: str, index: int, cache_dir: str | None) -> None:
+    """Per layer, model (calibrated DRAM term) vs engine for validation schedule ``index`` of
+    a result (the candidates are drawn again with the CLI's seed: deterministic)."""
+    from optimizer import cosim, validation
+    from optimizer.hardware import load_hardware
+    from optimizer.mapping import Schedule
+    from optimizer.space import SearchSpace
+    from optimizer.workload import load_network
+    d = _load(path)
+    net = load_network(d["network"])
+    hw = load_hardware("large" if d["hardware"] == "gemmini-large" else d["hardware"])
+    memory = cosim.load_memory(d["memory"])
+    its = d["iterations"]
+    loop = ([Schedule.from_json(it["schedule"]) for it in its if it.get("kept")]
+            + [Schedule.from_json(it["schedule"]) for it in its if not it.get("kept")])
+    k = d["summary"]["validation"]["schedules"]
+    source, sched = validation.candidates(SearchSpace.build(net, hw), loop, k,
+                                          seed=d["seed"])[index]
+    dhw = cosim.dram_hardware(hw, memory, layout=d["layout"], cache_dir=cache_dir)
+    cs = cosim.cosimulate(net, sched, hw, memory, layout=d["layout"],
+                          placement=d["placement"], dram_hw=dhw)
+    ratio = cs.model_dram_cycles / cs.engine_dram_cycles
+    print(f"{d['network']} on {d['memory']}, validation schedule {index} ({source}): "
+          f"{cs.requests} requests, model/engine DRAM time {ratio:.3f} (calibrated term)")
+    print("| layer | requests | model lines | model service | engine service | ratio | row hits "
+          "| row conflicts | writes |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for x in cs.layers:
+        if x.requests:
+            print(f"| {x.name} | {x.requests} | {x.model_lines:.0f} | "
+                  f"{x.model_parts['time']:.0f} | {x.engine_service_cycles:.0f} | "
+                  f"{x.model_parts['time'] / x.engine_service_cycles:.2f} | "
+                  f"{x.row_hit_rate:.2f} | {x.row_conflicts} | {x.write_fraction:.2f} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -182,11 +219,17 @@ def main() -> int:
     lay = sub.add_parser("layouts", help="a result's schedules under every layout/placement")
     lay.add_argument("result")
     lay.add_argument("--json", default=None)
+    diag = sub.add_parser("layers", help="per-layer model vs engine of a validation schedule")
+    diag.add_argument("result")
+    diag.add_argument("index", type=int)
+    diag.add_argument("--cache-dir", default=None)
     args = ap.parse_args()
     if args.cmd == "tables":
         tables(args.results)
-    else:
+    elif args.cmd == "layouts":
         layouts(args.result, args.json)
+    else:
+        layer_diagnosis(args.result, args.index, args.cache_dir)
     return 0
 
 

@@ -528,15 +528,24 @@ def cmd_cosim(args: argparse.Namespace) -> int:
     from optimizer import cosim
     from optimizer.hardware import load_hardware
     from optimizer.methods import optimize as run_method
+    from optimizer.search import Budget
     from optimizer.workload import load_network
 
     net = load_network(args.network)
     hw = load_hardware(args.hw)
     memory = cosim.load_memory(args.memory)
+    if args.cpu_seconds is not None:
+        budget = Budget(evaluations=args.evaluations, seconds=args.seconds,
+                        cpu_seconds=args.cpu_seconds)
+    else:
+        budget = _budget(args, 5000, 60.0)
 
     def optimize(network: Any, hardware: Any) -> Any:
-        result, _ = run_method(network, hardware, args.method, _budget(args, 5000, 60.0),
-                               args.seed)
+        import time
+        cpu = time.process_time()
+        result, _ = run_method(network, hardware, args.method, budget, args.seed)
+        result.schedule.meta.update(evaluations=result.evaluations,
+                                    cpu_s=round(time.process_time() - cpu, 2))
         return result.schedule, result.result
 
     def progress(layer: str) -> None:
@@ -545,27 +554,45 @@ def cmd_cosim(args: argparse.Namespace) -> int:
 
     iters = cosim.closed_loop(net, hw, memory, optimize=optimize, iterations=args.iterate,
                               layout=args.layout, placement=args.placement,
-                              acc_ghz=args.acc_ghz, progress=progress)
+                              acc_ghz=args.acc_ghz, cache_dir=args.cache_dir,
+                              progress=progress)
     summary = cosim.summary(iters)
+    if args.validate:
+        from optimizer import validation
+        from optimizer.space import SearchSpace
+        loop = [cosim.kept(iters).sched] + [it.sched for it in iters if not it.kept]
+        picks = validation.candidates(SearchSpace.build(net, hw), loop, args.validate,
+                                      seed=args.seed)
+        summary["validation"] = validation.validate(
+            net, hw, memory, iters[-1].refit_hw, picks, layout=args.layout,
+            placement=args.placement, acc_ghz=args.acc_ghz,
+            measured=[(it.sched, it.cosim) for it in iters],
+            progress=lambda m: print(f"  ... {m}", file=sys.stderr, flush=True))
     data = {"network": net.name, "hardware": hw.name, "memory": memory.name,
             "layout": args.layout, "placement": args.placement, "method": args.method,
             "seed": args.seed, "acc_ghz": args.acc_ghz, "summary": summary,
             "iterations": [{"iteration": it.iteration, "hardware": it.hardware,
                             "model_edp": it.model_edp, "fused": [list(e) for e in it.fused],
-                            "cosim": it.cosim.to_json(), "schedule": it.schedule}
+                            "kept": it.kept, "cosim": it.cosim.to_json(),
+                            "schedule": it.schedule}
                            for it in iters]}
     _write_json(args.out, data)
-    first, last = iters[0].cosim, iters[-1].cosim
     print(f"{net.name} on {hw.name} with {memory.name} ({args.layout}, {args.placement}):")
     for it in iters:
         c = it.cosim
-        print(f"  iteration {it.iteration}: DRAM {it.hardware['dram_bw']:.3g} B/cycle, "
-              f"{it.hardware['e_dram_pj_per_byte']:.3g} pJ/B -> model EDP {it.model_edp:.4g}, "
-              f"engine EDP {c.engine_edp:.4g} pJ x cycles, {len(it.fused)} fused edge(s)")
-    print(f"  engine-measured EDP {first.engine_edp:.4g} -> {last.engine_edp:.4g} "
-          f"({summary['engine_edp_change']:+.1%}); fusion changed: "
-          f"{summary['fusion_changed']}; model and engine rank the schedules alike: "
-          f"{summary['ranking_agrees']}")
+        print(f"  iteration {it.iteration} ({it.hardware['dram_model']} DRAM model): model "
+              f"EDP {c.model_edp:.4g}, engine EDP {c.engine_edp:.4g} pJ x cycles, "
+              f"{len(it.fused)} fused edge(s){' (kept)' if it.kept else ''}")
+    print(f"  engine-measured EDP {summary['engine_edp_first']:.4g} -> "
+          f"{summary['engine_edp_last']:.4g} ({summary['engine_edp_change']:+.1%}); fusion "
+          f"changed: {summary['fusion_changed']}")
+    if "validation" in summary:
+        v = summary["validation"]
+        print(f"  validation on {v['schedules']} schedules: Kendall tau of EDP "
+              f"{v['kendall_tau_edp']:.3f}; DRAM time model/engine median "
+              f"{v['dram_cycles_ratio_median']:.3f} (worst {v['dram_cycles_ratio_worst']:.3f}), "
+              f"energy median {v['dram_energy_ratio_median']:.3f} "
+              f"(worst {v['dram_energy_ratio_worst']:.3f})")
     print(f"results written to {args.out}")
     return 0
 
@@ -826,8 +853,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Optimise a network's schedule, generate the DRAM requests "
                                    "of executing it on Gemmini, simulate them on a memory "
                                    "configuration, compare with the analytical model, and "
-                                   "re-optimise with the DRAM bandwidth and energy the engine "
-                                   "measured until the schedule stops changing.")
+                                   "re-optimise under the DRAM term refit on the engine's "
+                                   "measurements, keeping the best engine-measured EDP.")
     p.add_argument("--network", required=True, metavar="NET", help="network name or .json")
     p.add_argument("--hw", required=True, metavar="HW", help="large, small or a .toml file")
     p.add_argument("--memory", required=True, metavar="MEM",
@@ -848,6 +875,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="optimiser budget per iteration, wall-clock seconds")
     p.add_argument("--acc-ghz", type=_positive_float, default=1.0, metavar="F",
                    help="accelerator clock in GHz (default 1.0)")
+    p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
+                   help="optimiser budget per iteration, CPU seconds of this process")
+    p.add_argument("--validate", type=_positive_int, metavar="K",
+                   help="score K diverse schedules with the model and the engine: Kendall "
+                        "tau of EDP, DRAM time and energy ratios")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="DRAM calibration cache (default $DIFFMEM_CACHE_DIR or ~/.cache/diffmem)")
     p.add_argument("--out", required=True, metavar="COSIM.json", help="results output")
     p.set_defaults(func=cmd_cosim)
 

@@ -155,6 +155,32 @@ class LayerCosts:
     sp_o_tile: torch.Tensor
     acc_used: torch.Tensor
     reg_used: torch.Tensor
+    # the DRAM term's inputs (optimizer.dram_model): the scratchpad-level tile (spatial
+    # included), the accumulator-level output tile, the layer's dims (views, no compute)
+    tile_n: torch.Tensor
+    tile_k: torch.Tensor
+    tile_c: torch.Tensor
+    tile_p: torch.Tensor
+    tile_q: torch.Tensor
+    tile_r: torch.Tensor
+    tile_s: torch.Tensor
+    otile_n: torch.Tensor
+    otile_k: torch.Tensor
+    otile_p: torch.Tensor
+    otile_q: torch.Tensor
+    dim_n: torch.Tensor
+    dim_k: torch.Tensor
+    dim_c: torch.Tensor
+    dim_p: torch.Tensor
+    dim_q: torch.Tensor
+    dim_r: torch.Tensor
+    dim_s: torch.Tensor
+    dim_stride: torch.Tensor
+    is_matmul: torch.Tensor
+    is_depthwise: torch.Tensor
+    o_revisit_tiles: torch.Tensor   # output tiles written between two visits of one tile
+    o_step_dim: torch.Tensor        # the dim (index) of the innermost loop that moves the
+    o_step_factor: torch.Tensor     # output tile above the accumulator, and its factor
 
 
 def _tile_factors(mt: MappingTensors) -> list[torch.Tensor]:
@@ -238,6 +264,7 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
     acc_updates = macs / mt.cs
     acc_reads = acc_updates - lb.size_o
     dram_o_reads = drains - lb.size_o
+    revisit, step_dim, step_factor = _revisit_tiles(mt, lb)
     return LayerCosts(
         macs=macs, dram_w_reads=sp_w_fills, dram_i_reads=sp_i_fills,
         dram_o_reads=dram_o_reads, dram_o_updates=drains,
@@ -245,7 +272,44 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
         sp_i_fills=sp_i_fills, acc_o_reads=acc_reads, acc_o_fills=dram_o_reads,
         acc_o_updates=acc_updates, reg_w_reads=macs, reg_w_fills=reg_w_fills, pes_used=pes,
         ks=mt.ks, sp_used=sp_w_tile + sp_i_tile, sp_w_tile=sp_w_tile, sp_i_tile=sp_i_tile,
-        sp_o_tile=_tile_size("O", f[SP], lb), acc_used=acc_tile, reg_used=reg_tile)
+        sp_o_tile=_tile_size("O", f[SP], lb), acc_used=acc_tile, reg_used=reg_tile,
+        tile_n=f[SP][:, N_], tile_k=f[SP][:, K_], tile_c=f[SP][:, C_], tile_p=f[SP][:, P_],
+        tile_q=f[SP][:, Q_], tile_r=f[SP][:, R_], tile_s=f[SP][:, S_],
+        otile_n=f[ACC][:, N_], otile_k=f[ACC][:, K_] * mt.ks, otile_p=f[ACC][:, P_],
+        otile_q=f[ACC][:, Q_], dim_n=lb.dims[:, N_], dim_k=lb.dims[:, K_],
+        dim_c=lb.dims[:, C_], dim_p=lb.dims[:, P_], dim_q=lb.dims[:, Q_], dim_r=lb.dims[:, R_],
+        dim_s=lb.dims[:, S_], dim_stride=lb.stride, is_matmul=lb.rel_w[:, N_].to(DTYPE),
+        is_depthwise=(lb.in_chan == K_).to(DTYPE), o_revisit_tiles=revisit, o_step_dim=step_dim,
+        o_step_factor=step_factor)
+
+
+def _revisit_tiles(mt: MappingTensors, lb: LayerBatch
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per layer, how many output tiles the accumulator drains between two visits of the same
+    tile (partial sums): the product of the O-relevant loops above the accumulator that sit
+    inside the innermost irrelevant loop enclosing one of them (1 when no tile is revisited).
+    The DRAM term uses it to tell when a spilled partial sum is still in the memory
+    controller's write buffer when it is read back.  Also the dim and factor of the innermost
+    O-relevant loop (consecutive tiles along it may share 64-byte lines; -1 and 1: none)."""
+    L = len(lb)
+    lv_idx = torch.tensor([lv for lv in range(ACC - 1, -1, -1) for _ in range(7)])
+    dim_idx = torch.cat([torch.flip(mt.orders[:, lv, :], [1]) for lv in range(ACC - 1, -1, -1)],
+                        1)                                                   # innermost first
+    ff = mt.temporal[torch.arange(L)[:, None], lv_idx[None, :], dim_idx]
+    active = ff.detach() > _ONE
+    rel = lb.rel_o.gather(1, dim_idx) & active
+    irr = ~lb.rel_o.gather(1, dim_idx) & active
+    inside = (torch.cumsum(rel.to(torch.int64), 1) - rel.to(torch.int64)) > 0
+    cause = irr & inside
+    j = cause.to(torch.int8).argmax(1)
+    pos = torch.arange(ff.shape[1])[None, :]
+    tiles = torch.where(rel & (pos < j[:, None]), ff, torch.ones_like(ff)).prod(1)
+    first = rel.to(torch.int8).argmax(1)
+    has = rel.any(1)
+    step_dim = torch.where(has, dim_idx.gather(1, first[:, None]).squeeze(1),
+                           torch.full_like(first, -1).long()).to(DTYPE)
+    step_factor = torch.where(has, ff.gather(1, first[:, None]).squeeze(1), torch.ones_like(tiles))
+    return torch.where(cause.any(1), tiles, torch.ones_like(tiles)), step_dim, step_factor
 
 
 # ---- a network: fusion, cycles, energy ------------------------------------------------------
@@ -355,14 +419,28 @@ class NetworkCosts:
 def roofline(c: LayerCosts, dram_reads: torch.Tensor, dram_writes: torch.Tensor,
              sp_extra: torch.Tensor | float, hw: GemminiHardware):
     """Per-layer cycles (compute, DRAM, scratchpad, accumulator and their maximum) and energy
-    by level, from the access counts and the DRAM traffic after fusion."""
+    by level, from the access counts and the DRAM traffic after fusion.
+
+    DRAM time is the bus (``hw.dram_bw``, Gemmini's DMA) and, on a :class:`DramAwareHardware`,
+    also the memory's service time; DRAM energy is then the DRAM term (background and refresh
+    over the layer's cycles, data and activations per line) instead of a per-byte energy."""
     compute = c.macs / c.pes_used
     dram_cyc = (dram_reads + dram_writes) / hw.dram_bw
+    term = getattr(hw, "dram", None)
+    if term is not None:
+        from optimizer.dram_model import dram_traffic, time_energy_pj
+        dp = dram_traffic(term, c, dram_reads, dram_writes)
+        dram_cyc = torch.maximum(dram_cyc, dp.service_cycles)
     sp_cyc = (c.sp_w_reads + c.sp_w_fills + c.sp_i_reads + c.sp_i_fills + sp_extra) / hw.sp_bw
     acc_cyc = (c.acc_o_reads + c.acc_o_fills + c.acc_o_updates) / c.ks / hw.acc_bw
     cycles = torch.maximum(torch.maximum(compute, dram_cyc), torch.maximum(sp_cyc, acc_cyc))
+    if term is not None:
+        background, refresh = time_energy_pj(term, cycles)
+        dram_pj = dp.data_pj + dp.act_pj + background + refresh
+    else:
+        dram_pj = dram_reads * hw.e_dram_read + dram_writes * hw.e_dram_write
     parts = {
-        "DRAM": dram_reads * hw.e_dram_read + dram_writes * hw.e_dram_write,
+        "DRAM": dram_pj,
         "Scratchpad": (c.sp_w_reads + c.sp_i_reads) * hw.e_sp_read
         + (c.sp_w_fills + c.sp_i_fills + sp_extra) * hw.e_sp_write,
         "Accumulator": c.acc_o_reads * hw.e_acc_read

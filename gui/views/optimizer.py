@@ -34,6 +34,7 @@ from gui import plot_export
 from gui.optimizer_worker import (CosimRun, OptimizerJob, OptimizerOutcome, OptimizerRun,
                                   start_cosimulation, start_optimization)
 from gui.plots.gantt import GanttChart
+from gui.plots.validation_scatter import ValidationScatter
 
 #: Methods offered, as optimizer.methods.ALL_METHODS (not imported: that module imports torch).
 METHODS = ("fadiff", "ga", "bo", "random", "dosa")
@@ -220,7 +221,9 @@ class OptimizerView(QWidget):
         for w in (self.run_button, self.compare_button, self.cancel_button):
             row.addWidget(w)
         row.addWidget(self.progress_bar, 1)
-        for w in (self.cosim_button, self.save_button, self.export_button):
+        self.validation_button = QPushButton("Load validation…")    # cosim --validate K
+        self.validation_button.clicked.connect(self._load_validation)
+        for w in (self.cosim_button, self.validation_button, self.save_button, self.export_button):
             row.addWidget(w)
         self._top = QVBoxLayout(self)
         self._top.addLayout(grid)
@@ -305,8 +308,11 @@ class OptimizerView(QWidget):
         upper = QSplitter(Qt.Orientation.Horizontal)
         upper.addWidget(self.curve_widget)
         upper.addWidget(self.timeline_widget)
-        upper.setStretchFactor(0, 1)
-        upper.setStretchFactor(1, 1)
+        self.validation_plot = ValidationScatter()      # cosim --validate K: model vs engine
+        upper.addWidget(self.validation_plot)
+        upper.setStretchFactor(0, 2)
+        upper.setStretchFactor(1, 3)
+        upper.setStretchFactor(2, 2)
         upper.setChildrenCollapsible(False)
         self.splitter.addWidget(upper)
         self._top.addWidget(self.splitter, 1)
@@ -825,9 +831,16 @@ class OptimizerView(QWidget):
             out.append(rec)
         return out
 
+    def _load_validation(self, path: str | None = None) -> None:
+        try:
+            self.validation_plot.load(path or self._ask_open_path("Cosim result", "JSON (*.json)"))
+        except ValueError as exc:
+            self._show_error(str(exc), "")
+
     def show_cosim(self, payload: dict[str, Any]) -> None:
         """Draw a co-simulation (``gui.cosim_process.cosim_payload``) under the Gantt chart."""
         self.cosim = payload
+        self.validation_plot.set_validation(payload.get("validation"))
         layers = self.cosim_layers()
         start = np.array([x["start"] for x in layers], dtype=np.float64)
         n = len(layers)

@@ -1,0 +1,486 @@
+"""The DRAM term of the cost model: time and energy of a schedule's DRAM traffic on one memory
+configuration, differentiable in the tile factors, calibrated on the engine.
+
+Energy (pJ), per layer, from the memory config's own numbers (``engine.power``):
+
+* **background** — active-standby power (``VDD * IDD3N * devices`` per rank) over the layer's
+  duration: the memory is powered for as long as the schedule runs, busy or not;
+* **refresh** — one REF per rank per ``tREFI`` (per bank per ``tREFIb`` for bank-level
+  refresh) at the config's ``ref_energy_inc``, also over the duration;
+* **data** — per 64-byte line actually transferred (partial lines count whole): the core
+  read/write increment per column command and the IO energy per bit
+  (:func:`engine.power.io_energy_per_bit`);
+* **activations** — ACTs per line from the calibration (rows touched by the pattern) x the
+  config's ``act_energy_inc``.
+
+Time: DRAM service cycles = lines x cycles per line, where cycles per line is measured by the
+engine on synthetic patterns (runs of ``r`` consecutive lines, one run every ``r / density``
+lines; reads and writes separately) and interpolated in (log2 run, log2 density).  A tensor's
+pattern follows from its tile in the chosen layout: the contiguous run is the product of the
+tile's innermost extents while they span the whole tensor (times the first one that does
+not), the pitch between runs the product of the tensor's extents over the same dims.  The bus
+(Gemmini's DMA width, ``hw.dram_bw``) stays a separate ceiling in :func:`roofline`.
+
+Calibration runs once per memory config (about 50 short engine runs) and is cached as JSON
+under ``cache_dir`` (default ``$DIFFMEM_CACHE_DIR`` or ``~/.cache/diffmem``), keyed by a hash
+of every field of the config except its name, so an edited config recalibrates.
+
+:func:`refit` scales the five parts (service time, background, refresh, data, activations) to
+the engine's measurements of the schedules seen so far (ratio of sums per cause): the closed
+loop's re-fit.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import math
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from optimizer.hardware import GemminiHardware
+
+log = logging.getLogger(__name__)
+
+LINE = 64
+CALIBRATION_VERSION = 1
+RUN_LINES = (1, 2, 4, 8, 32, 128)               # calibration grid: run length in lines
+DENSITIES = (1.0, 0.5, 0.125, 1.0 / 64)         # lines of a run / lines between run starts
+PATTERN_LINES = 4096                            # lines per synthetic pattern
+LAYOUT_CODES = ("nhwc", "nchw", "tiled")
+K_DIM, Q_DIM = 1, 4                             # dim indices (optimizer.workload.DIMS)
+
+
+# ---- the memory's numbers -------------------------------------------------------------------
+def config_hash(cfg: Any) -> str:
+    """A hash of every field of a memory config but its name (and the calibration grid)."""
+    data = {k: v for k, v in cfg.to_dict().items() if k != "name"}
+    data["_calibration"] = [CALIBRATION_VERSION, RUN_LINES, DENSITIES, PATTERN_LINES]
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("DIFFMEM_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "diffmem"
+
+
+@dataclass
+class Calibration:
+    """Engine measurements on the synthetic patterns, in memory cycles per line and ACTs per
+    line, [run, density] each, reads and writes."""
+
+    memory: str
+    config_hash: str
+    run_lines: list[int]
+    densities: list[float]
+    read_cycles_per_line: list[list[float]]
+    write_cycles_per_line: list[list[float]]
+    read_acts_per_line: list[list[float]]
+    write_acts_per_line: list[list[float]]
+    engine_runs: int = 0
+    from_cache: bool = False
+
+
+def pattern_addresses(run: int, density: float, lines: int = PATTERN_LINES) -> np.ndarray:
+    """Byte addresses of a synthetic pattern: runs of ``run`` consecutive 64-byte lines, one
+    run every ``run / density`` lines, ``lines`` lines in all."""
+    pitch = max(run, int(round(run / density)))
+    n_runs = max(1, lines // run)
+    starts = np.arange(n_runs, dtype=np.int64) * pitch
+    return ((starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel() * LINE)
+
+
+def _engine_run(cfg: Any, addr: np.ndarray, write: bool) -> tuple[float, float]:
+    from engine.simulator import SimOptions, Simulator
+    sim = Simulator(cfg, SimOptions())
+    try:
+        n = len(addr)
+        sim.feed(addr.astype(np.uint64), np.full(n, write), np.zeros(n, np.int64))
+        s = sim.finish().summary
+    finally:
+        sim.close()
+    return float(s["num_cycles"]) / n, float(s["num_act_cmds"]) / n
+
+
+def calibrate(cfg: Any, cache_dir: str | Path | None = None,
+              progress: Callable[[str], None] | None = None) -> Calibration:
+    """The calibration of memory config ``cfg``: from the cache when its hash is there,
+    otherwise measured with the engine (back to back, each pattern on an idle memory) and
+    written to the cache."""
+    key = config_hash(cfg)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = root / "dram_calibration" / f"{key}.json"
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            if data.get("config_hash") == key:
+                data["from_cache"] = True
+                return Calibration(**data)
+        except (ValueError, TypeError) as exc:
+            log.warning("ignoring unreadable DRAM calibration %s: %s", path, exc)
+    cpl = {False: [], True: []}
+    apl = {False: [], True: []}
+    runs = 0
+    for write in (False, True):
+        for r in RUN_LINES:
+            row_c, row_a = [], []
+            for d in DENSITIES:
+                c, a = _engine_run(cfg, pattern_addresses(r, d), write)
+                runs += 1
+                row_c.append(c)
+                row_a.append(a)
+            cpl[write].append(row_c)
+            apl[write].append(row_a)
+        if progress is not None:
+            progress(f"calibrated {'writes' if write else 'reads'} on {cfg.name}")
+    cal = Calibration(cfg.name, key, list(RUN_LINES), list(DENSITIES), cpl[False], cpl[True],
+                      apl[False], apl[True], engine_runs=runs)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        from engine.fileio import atomic_write_text
+        atomic_write_text(path, json.dumps({k: v for k, v in asdict(cal).items()
+                                            if k != "from_cache"}, indent=1))
+    except OSError as exc:
+        log.warning("could not cache the DRAM calibration in %s: %s", path, exc)
+    return cal
+
+
+# ---- the term -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DramTerm:
+    """Everything the cost model needs about one memory, per accelerator cycle / per line."""
+
+    memory: str
+    config_hash: str
+    layout: str
+    block: int
+    mem_per_acc: float                 # memory cycles per accelerator cycle
+    background_pj_per_cycle: float     # per accelerator cycle, all ranks and channels
+    refresh_pj_per_cycle: float
+    read_pj_per_line: float            # core read increment, per 64-byte line
+    write_pj_per_line: float
+    io_read_pj_per_line: float
+    io_write_pj_per_line: float
+    act_pj: float                      # one ACT (with its PRE)
+    write_buffer_lines: float          # the controllers' write buffers, all channels
+    run_lines: tuple[float, ...]
+    densities: tuple[float, ...]
+    read_cpl: tuple[float, ...]        # accelerator cycles per line, [run x density] flat
+    write_cpl: tuple[float, ...]
+    read_apl: tuple[float, ...]        # ACTs per line
+    write_apl: tuple[float, ...]
+    # refit scales (1: calibration only)
+    k_time: float = 1.0
+    k_background: float = 1.0
+    k_refresh: float = 1.0
+    k_data: float = 1.0
+    k_act: float = 1.0
+
+    @classmethod
+    def build(cls, cfg: Any, cal: Calibration, *, layout: str = "nhwc", block: int = 16,
+              acc_ghz: float = 1.0) -> "DramTerm":
+        from engine.power import energy_increments, io_energy_per_bit
+        if layout not in LAYOUT_CODES:
+            raise ValueError(f"unknown layout '{layout}': expected one of "
+                             f"{', '.join(LAYOUT_CODES)}")
+        inc = energy_increments(cfg)
+        tck = float(cfg.tCK)
+        mem_per_acc = 1.0 / (acc_ghz * tck)
+        ranks = int(cfg.channels) * int(cfg.ranks)
+        bg = ranks * inc["act_stb_energy_inc"] * tck * mem_per_acc
+        if str(cfg.refresh_policy) == "BANK_LEVEL_STAGGERED":
+            ref = ranks * int(cfg.banks) * inc["refb_energy_inc"] * tck / int(cfg.tREFIb)
+        else:
+            ref = ranks * inc["ref_energy_inc"] * tck / int(cfg.tREFI)
+        req = int(cfg.request_size_bytes)
+        cmds = LINE / req
+        proto = str(getattr(cfg.protocol, "name", cfg.protocol)).upper()
+        vddq = getattr(cfg, "VDDQ", None)
+        io = io_energy_per_bit(proto, vddq_V=float(vddq) if vddq is not None else None)
+
+        def flat(t: list[list[float]], scale: float = 1.0) -> tuple[float, ...]:
+            return tuple(float(x) * scale for row in t for x in row)
+        return cls(memory=cfg.name, config_hash=cal.config_hash, layout=layout, block=block,
+                   mem_per_acc=mem_per_acc, background_pj_per_cycle=bg,
+                   refresh_pj_per_cycle=ref * mem_per_acc,
+                   read_pj_per_line=inc["read_energy_inc"] * tck * cmds,
+                   write_pj_per_line=inc["write_energy_inc"] * tck * cmds,
+                   io_read_pj_per_line=cmds * req * 8 * io.read_pJ_per_bit,
+                   io_write_pj_per_line=cmds * req * 8 * io.write_pJ_per_bit,
+                   act_pj=inc["act_energy_inc"] * tck,
+                   write_buffer_lines=float(cfg.trans_queue_size) * int(cfg.channels),
+                   run_lines=tuple(float(r) for r in cal.run_lines),
+                   densities=tuple(float(d) for d in cal.densities),
+                   read_cpl=flat(cal.read_cycles_per_line, 1.0 / mem_per_acc),
+                   write_cpl=flat(cal.write_cycles_per_line, 1.0 / mem_per_acc),
+                   read_apl=flat(cal.read_acts_per_line), write_apl=flat(cal.write_acts_per_line))
+
+    def scales(self) -> dict[str, float]:
+        return {"k_time": self.k_time, "k_background": self.k_background,
+                "k_refresh": self.k_refresh, "k_data": self.k_data, "k_act": self.k_act}
+
+
+@dataclass(frozen=True)
+class DramAwareHardware(GemminiHardware):
+    """Gemmini hardware whose cost model includes the DRAM term of one memory (the bus
+    bandwidth ``dram_bw`` stays the DMA ceiling; the per-byte ``e_dram_*`` are unused)."""
+
+    dram: DramTerm | None = None
+
+    @classmethod
+    def of(cls, hw: GemminiHardware, term: DramTerm) -> "DramAwareHardware":
+        base = {f: getattr(hw, f) for f in GemminiHardware.__dataclass_fields__}
+        base["name"] = f"{hw.name}+{term.memory}"
+        return cls(**base, dram=term)
+
+
+# ---- access patterns of tiles ---------------------------------------------------------------
+def _run_pitch(ext: Sequence[torch.Tensor], full: Sequence[torch.Tensor]
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Contiguous run and pitch (elements) of a box ``ext`` in a row-major array ``full``,
+    both listed innermost first: dims are part of the run while every dim inside them spans
+    its whole extent."""
+    run = torch.ones_like(ext[0])
+    pitch = torch.ones_like(ext[0])
+    inner_full = torch.ones_like(ext[0], dtype=torch.bool)
+    for e, f in zip(ext, full):
+        run = torch.where(inner_full, run * e, run)
+        pitch = torch.where(inner_full, pitch * f, pitch)
+        inner_full = inner_full & (e.detach() >= f - 0.5)
+    return run, pitch
+
+
+def tensor_patterns(c: Any, layout: str, block: int) -> dict[str, tuple[torch.Tensor, ...]]:
+    """Per tensor ("W", "I", "O"): (run bytes, pitch bytes, tile bytes) of its DRAM tile."""
+    one = torch.ones_like(c.dim_k)
+    mm = c.is_matmul > 0.5
+    dw = c.is_depthwise > 0.5
+    # weights (n, k, c, r, s); inputs (n, ch, h, w); outputs (n, k, p, q)
+    w_n, w_N = torch.where(mm, c.tile_n, one), torch.where(mm, c.dim_n, one)
+    i_ch, i_CH = torch.where(dw, c.tile_k, c.tile_c), torch.where(dw, c.dim_k, c.dim_c)
+    i_h = (c.tile_p - 1) * c.dim_stride + c.tile_r
+    i_w = (c.tile_q - 1) * c.dim_stride + c.tile_s
+    i_H = (c.dim_p - 1) * c.dim_stride + c.dim_r
+    i_W = (c.dim_q - 1) * c.dim_stride + c.dim_s
+
+    def blocked(ch: torch.Tensor, CH: torch.Tensor):
+        b = torch.gcd(CH.detach().round().long(), torch.full_like(CH, block).long()).to(CH.dtype)
+        return torch.minimum(ch, b), b, torch.clamp(ch / b, min=1.0), CH / b
+
+    out = {}
+    if layout == "nchw":
+        w = _run_pitch([c.tile_s, c.tile_r, c.tile_c, c.tile_k, w_n],
+                       [c.dim_s, c.dim_r, c.dim_c, c.dim_k, w_N])
+        i = _run_pitch([i_w, i_h, i_ch, c.tile_n], [i_W, i_H, i_CH, c.dim_n])
+        o = _run_pitch([c.otile_q, c.otile_p, c.otile_k, c.otile_n],
+                       [c.dim_q, c.dim_p, c.dim_k, c.dim_n])
+    elif layout == "nhwc":
+        w = _run_pitch([c.tile_c, c.tile_s, c.tile_r, c.tile_k, w_n],
+                       [c.dim_c, c.dim_s, c.dim_r, c.dim_k, w_N])
+        i = _run_pitch([i_ch, i_w, i_h, c.tile_n], [i_CH, i_W, i_H, c.dim_n])
+        o = _run_pitch([c.otile_k, c.otile_q, c.otile_p, c.otile_n],
+                       [c.dim_k, c.dim_q, c.dim_p, c.dim_n])
+    else:
+        cb, b, cn, CN = blocked(c.tile_c, c.dim_c)
+        w = _run_pitch([cb, c.tile_s, c.tile_r, cn, c.tile_k, w_n],
+                       [b, c.dim_s, c.dim_r, CN, c.dim_k, w_N])
+        cb, b, cn, CN = blocked(i_ch, i_CH)
+        i = _run_pitch([cb, i_w, i_h, cn, c.tile_n], [b, i_W, i_H, CN, c.dim_n])
+        cb, b, cn, CN = blocked(c.otile_k, c.dim_k)
+        o = _run_pitch([cb, c.otile_q, c.otile_p, cn, c.otile_n],
+                       [b, c.dim_q, c.dim_p, CN, c.dim_n])
+    tiles = {"W": w_n * c.tile_k * c.tile_c * c.tile_r * c.tile_s,
+             "I": c.tile_n * i_ch * i_h * i_w,
+             "O": c.otile_n * c.otile_k * c.otile_p * c.otile_q}
+    for t, (run, pitch) in zip("WIO", (w, i, o)):
+        out[t] = (run, pitch, tiles[t])
+    return out
+
+
+def _features(run: torch.Tensor, pitch: torch.Tensor, tile: torch.Tensor):
+    """Lines per useful byte and the calibration coordinates (log2 run lines, log2 density).
+
+    A run touches run/64 lines when runs are line-aligned (run and pitch multiples of 64, the
+    tensors being 4 KiB aligned), one line when it is a divisor of 64 at a pitch that keeps
+    it inside a line, and (run + 63) / 64 lines on average otherwise."""
+    r_, p_ = run.detach().round(), pitch.detach().round()
+    aligned = (torch.remainder(r_, LINE) == 0) & (torch.remainder(p_, LINE) == 0)
+    inside = (torch.remainder(LINE, torch.clamp(r_, min=1.0)) == 0) & (r_ < LINE) & (
+        torch.remainder(p_, LINE) == 0)
+    run_l = torch.where(aligned, run / LINE,
+                        torch.where(inside, torch.ones_like(run), (run + LINE - 1) / LINE))
+    gap_l = pitch / LINE
+    lines_per_run = torch.minimum(run_l, torch.clamp(gap_l, min=1.0 / LINE))
+    lpb = lines_per_run / run
+    dense = gap_l <= run_l + 0.5                       # the next run starts in the next line
+    tile_l = torch.clamp(tile * lpb, min=1.0)
+    r = torch.where(dense, tile_l, run_l)
+    dens = torch.where(dense, torch.ones_like(run), torch.clamp(run_l / gap_l, max=1.0))
+    return lpb, torch.log2(torch.clamp(r, min=1.0)), torch.log2(dens)
+
+
+@functools.lru_cache(maxsize=64)
+def _grid(table: tuple[float, ...], xs: tuple[float, ...], ys: tuple[float, ...]):
+    gx = torch.tensor([math.log2(x) for x in xs], dtype=torch.float64)
+    gy = torch.tensor([math.log2(y) for y in ys], dtype=torch.float64)
+    return gx, gy, torch.tensor(table, dtype=torch.float64).reshape(len(xs), len(ys))
+
+
+def _interp(table: Sequence[float], xs: Sequence[float], ys: Sequence[float],
+            lx: torch.Tensor, ly: torch.Tensor) -> torch.Tensor:
+    """Bilinear interpolation of ``table`` [len(xs) x len(ys)] at (log2 x, log2 y), clamped to
+    the grid; differentiable in lx, ly."""
+    gx, gy, tab = _grid(tuple(table), tuple(xs), tuple(ys))
+    lx = torch.clamp(lx, float(gx[0]), float(gx[-1]))
+    ly = torch.clamp(ly, float(gy.min()), float(gy.max()))
+    ix = torch.clamp(torch.searchsorted(gx, lx.detach().contiguous(), right=True) - 1, 0,
+                     len(xs) - 2)
+    # densities are listed from 1 down: interpolate on the reversed axis
+    gyr = torch.flip(gy, [0])
+    tabr = torch.flip(tab, [1])
+    iy = torch.clamp(torch.searchsorted(gyr, ly.detach().contiguous(), right=True) - 1, 0,
+                     len(ys) - 2)
+    tx = (lx - gx[ix]) / (gx[ix + 1] - gx[ix])
+    ty = (ly - gyr[iy]) / (gyr[iy + 1] - gyr[iy])
+    v00, v10 = tabr[ix, iy], tabr[ix + 1, iy]
+    v01, v11 = tabr[ix, iy + 1], tabr[ix + 1, iy + 1]
+    return (v00 * (1 - tx) * (1 - ty) + v10 * tx * (1 - ty) + v01 * (1 - tx) * ty
+            + v11 * tx * ty)
+
+
+@dataclass
+class DramParts:
+    """Per-layer DRAM figures of the model ([..., L] tensors); energy in pJ."""
+
+    lines_read: torch.Tensor
+    lines_write: torch.Tensor
+    service_cycles: torch.Tensor     # accelerator cycles
+    data_pj: torch.Tensor            # core read/write + IO
+    act_pj: torch.Tensor
+    acts: torch.Tensor
+
+
+def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
+                 dram_writes: torch.Tensor) -> DramParts:
+    """Lines, service time and per-line energy of the DRAM traffic after fusion.  Reads are
+    split over W, I and the partial sums (O) in the proportions of the unfused counts."""
+    pat = tensor_patterns(c, term.layout, term.block)
+    feats = {t: _features(*pat[t]) for t in "WIO"}
+    unfused = {"W": c.dram_w_reads, "I": c.dram_i_reads, "O": c.dram_o_reads}
+    total = unfused["W"] + unfused["I"] + unfused["O"]
+    kept = torch.where(total > 0, dram_reads / torch.where(total > 0, total, 1.0),
+                       torch.zeros_like(total))
+    # partial sums read back while their write is still in the controller's write buffer
+    # never reach the DRAM, nor does the write that merges with the next one
+    # (consecutive output tiles along the layout's innermost dim share a 64-byte line when
+    # the run is shorter: their writes merge, their read-backs hit the buffer)
+    lpb_o = feats["O"][0]
+    o_run = pat["O"][0]
+    tile_lines = torch.clamp(pat["O"][2] * lpb_o, min=1.0)
+    inner = Q_DIM if term.layout == "nchw" else K_DIM
+    share = torch.where((c.o_step_dim == inner) & (o_run.detach() < LINE)
+                        & (tile_lines.detach() <= term.write_buffer_lines),
+                        torch.minimum(c.o_step_factor, LINE / o_run), torch.ones_like(o_run))
+    share = torch.clamp(share, min=1.0)
+    span = torch.clamp(c.o_revisit_tiles * tile_lines / share, min=1.0)
+    absorbed = torch.clamp(term.write_buffer_lines / span, max=1.0) * c.dram_o_reads
+    o_writes_lines_factor = 1.0 / share
+    unfused["O"] = (c.dram_o_reads - absorbed) / share
+    lines_r = torch.zeros_like(dram_reads)
+    cyc = torch.zeros_like(dram_reads)
+    acts = torch.zeros_like(dram_reads)
+    g = (term.run_lines, term.densities)
+    for t in "WIO":
+        lpb, lx, ly = feats[t]
+        lines = unfused[t] * kept * lpb
+        lines_r = lines_r + lines
+        cyc = cyc + lines * _interp(term.read_cpl, *g, lx, ly)
+        acts = acts + lines * _interp(term.read_apl, *g, lx, ly)
+    lpb, lx, ly = feats["O"]
+    lines_w = torch.clamp(dram_writes - absorbed, min=0.0) * lpb * o_writes_lines_factor
+    cyc = cyc + lines_w * _interp(term.write_cpl, *g, lx, ly)
+    acts = acts + lines_w * _interp(term.write_apl, *g, lx, ly)
+    data = (lines_r * (term.read_pj_per_line + term.io_read_pj_per_line)
+            + lines_w * (term.write_pj_per_line + term.io_write_pj_per_line))
+    return DramParts(lines_r, lines_w, cyc * term.k_time, data * term.k_data,
+                     acts * term.act_pj * term.k_act, acts)
+
+
+def time_energy_pj(term: DramTerm, cycles: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(background, refresh) energy of a layer that lasts ``cycles`` accelerator cycles."""
+    return (cycles * term.background_pj_per_cycle * term.k_background,
+            cycles * term.refresh_pj_per_cycle * term.k_refresh)
+
+
+# ---- re-fitting on engine measurements ------------------------------------------------------
+@dataclass
+class Observation:
+    """One layer of one measured schedule: the model's unscaled parts and the engine's."""
+
+    model: dict[str, float]
+    engine: dict[str, float]
+
+
+PARTS = ("time", "background", "refresh", "data", "act")
+
+
+def refit(term: DramTerm, observations: Sequence[Observation]) -> DramTerm:
+    """The term with each part scaled to the engine: k = sum(engine) / sum(model unscaled),
+    over every layer of every schedule measured so far (parts the model or the engine never
+    saw keep their scale)."""
+    ks = {}
+    for part in PARTS:
+        m = sum(o.model.get(part, 0.0) for o in observations)
+        e = sum(o.engine.get(part, 0.0) for o in observations)
+        if m > 0 and e > 0:
+            ks[f"k_{part}"] = e / m
+    return replace(term, **ks)
+
+
+def unscaled(term: DramTerm) -> DramTerm:
+    return replace(term, k_time=1.0, k_background=1.0, k_refresh=1.0, k_data=1.0, k_act=1.0)
+
+
+# ---- the model's figures of a discrete schedule ---------------------------------------------
+def model_parts(net: Any, sched: Any, hw: DramAwareHardware) -> list[dict[str, float]]:
+    """Per layer of a schedule, the DRAM term's parts before the refit scales (``time``:
+    service cycles, ``background``, ``refresh``, ``data``, ``act`` in pJ, ``lines``) and
+    ``cycles``, the layer's latency under ``hw``."""
+    from optimizer.costmodel import (DTYPE, FusionGraph, LayerBatch, MappingTensors,
+                                     network_costs)
+    term = unscaled(hw.dram)
+    maps = [sched.mappings[layer.name] for layer in net.layers]
+    fg = FusionGraph.from_network(net)
+    index = {(net.layers[int(p)].name, net.layers[int(q)].name): k
+             for k, (p, q) in enumerate(zip(fg.prod, fg.cons))}
+    sigma = torch.zeros(len(fg.prod), dtype=DTYPE)
+    for e in sched.fused:
+        if e in index:
+            sigma[index[e]] = 1.0
+    with torch.no_grad():
+        nc = network_costs(LayerBatch.from_network(net), MappingTensors.from_mappings(maps),
+                           hw, fg, sigma)
+        dp = dram_traffic(term, nc.layer, nc.dram_reads, nc.dram_writes)
+        bg, ref = time_energy_pj(term, nc.cycles)
+    return [{"time": float(dp.service_cycles[i]), "background": float(bg[i]),
+             "refresh": float(ref[i]), "data": float(dp.data_pj[i]), "act": float(dp.act_pj[i]),
+             "lines": float(dp.lines_read[i] + dp.lines_write[i]), "cycles": float(nc.cycles[i])}
+            for i in range(len(net.layers))]
+
+
+def scaled(parts: dict[str, float], term: DramTerm) -> dict[str, float]:
+    """Unscaled parts (:func:`model_parts`) with the term's refit scales applied."""
+    k = term.scales()
+    return {p: parts[p] * k[f"k_{p}"] for p in PARTS}
+
+
+__all__ = ["Calibration", "DramTerm", "DramAwareHardware", "DramParts", "Observation",
+           "calibrate", "config_hash", "default_cache_dir", "dram_traffic", "pattern_addresses",
+           "model_parts", "refit", "scaled", "tensor_patterns", "time_energy_pj", "unscaled"]

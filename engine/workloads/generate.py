@@ -69,6 +69,11 @@ class TraceSpec:
     cache_bytes: int = 40 * 1024 * 1024      # on-chip cache in front of DRAM (0: none)
     cache_ways: int = 16
     memory: str = DEFAULT_MEMORY             # memory config: clock and capacity
+    pages: str = "random"                    # "random" 2 MiB frames (seeded) or "identity"
+    placement_seed: int = 0                  # seed of the frame permutation
+    fold_addresses: bool = False             # fold a footprint larger than the memory
+    address_hash: str = "gpu"                # "gpu" XOR channel/bank hash, or "none"
+    order: str = "gpu"                       # "gpu" thread-block order, or "sequential"
     chunk: int = 1 << 20                     # requests written per HDF5 append
     compression: str | None = "lzf"          # HDF5 filter: "lzf" (fast), "gzip" or None
 
@@ -84,6 +89,13 @@ class TraceSpec:
                                "or None")
         if self.cache_bytes < 0:
             raise DiffMemError(f"cache size {self.cache_bytes}: expected >= 0 bytes")
+        if self.order not in ("gpu", "sequential"):
+            raise DiffMemError(f"order {self.order!r}: expected 'gpu' or 'sequential'")
+        if self.pages not in ("random", "identity"):
+            raise DiffMemError(f"pages {self.pages!r}: expected 'random' or 'identity'")
+        if self.address_hash not in ("gpu", "none"):
+            raise DiffMemError(f"address hash {self.address_hash!r}: expected 'gpu' or "
+                               "'none'")
 
 
 def select_windows(n_windows: int, sample: float | None, seed: int) -> np.ndarray:
@@ -270,6 +282,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     from engine.workloads.cache import CacheFilter
     from engine.workloads.capture import PHASES, ROLES, capture_step
     from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
+    from engine.workloads.gpu_order import GpuModel
+    from engine.workloads.placement import GpuAddressHash, page_table
     from engine.workloads.timing import Accelerator, schedule
 
     spec.check()
@@ -320,10 +334,16 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     kept_issued = np.zeros((len(PHASES), 2), np.int64)     # lines issued in kept windows
 
     capacity = int(mem.capacity_bytes)
-    folded = placement.peak_bytes > capacity
+    pages = page_table(placement.peak_bytes, capacity, spec.placement_seed,
+                       fold=spec.fold_addresses, identity=spec.pages == "identity",
+                       memory_name=f"{mem.name}")
+    folded = pages.folded
     if folded:
-        log.warning("footprint %.3g GB exceeds the %s capacity %.3g GB: addresses are folded "
-                    "modulo the capacity", placement.peak_bytes / 1e9, mem.name, capacity / 1e9)
+        log.warning("footprint %.3g GB exceeds the %s capacity %.3g GB: pages folded into "
+                    "the capacity (--fold-addresses)", placement.peak_bytes / 1e9, mem.name,
+                    capacity / 1e9)
+    addr_hash = GpuAddressHash(mem) if spec.address_hash == "gpu" else None
+    gpu = GpuModel() if spec.order == "gpu" else None
     row_bytes = int(mem.columns_eff * mem.bus_width // 8)
     cache = CacheFilter(spec.cache_bytes, spec.cache_ways)
     stats = _Stats(row_bytes)
@@ -336,8 +356,10 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     def emit(f: Any, cycles: np.ndarray, flush: bool = False) -> None:
         nonlocal buffered
         addr = f.lines.astype(np.uint64) * np.uint64(LINE_BYTES)
-        if folded:
+        if folded and pages.identity:
             addr %= np.uint64(capacity)
+        if addr_hash is not None:
+            addr = addr_hash.apply(addr)
         n = addr.shape[0]
         stats.add(addr, f.is_write, f.phase, f.role, cycles, flush)
         buf.append({"addr": addr, "cycle": cycles.astype(np.uint64),
@@ -368,7 +390,9 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                 a, b = g_op + offset, g_op + offset + n
                 return overlaps(keep_lo, keep_hi, a, b) or overlaps(warm_lo, warm_hi, a, b)
 
-            for part in expand_op(op, placement.base, roles, want=want if sampled else None):
+            for part in expand_op(op, placement.base, roles, want=want if sampled else None,
+                                  gpu=gpu):
+                part.lines = pages.translate(part.lines, LINE_BYTES)
                 n = part.lines.shape[0]
                 done = part.offset
                 g0 = g_op + done
@@ -423,6 +447,14 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "footprint_bytes": placement.peak_bytes,
             "persistent_bytes": placement.persistent_bytes,
             "addresses_folded": folded, "capacity_bytes": capacity,
+            "placement": {"pages": spec.pages, "page_bytes": pages.page_bytes,
+                          "pages_used": int(pages.frames.shape[0]),
+                          "placement_seed": spec.placement_seed,
+                          "fold_addresses": spec.fold_addresses,
+                          "address_hash": spec.address_hash,
+                          "hash_memory": mem.name if addr_hash is not None else None},
+            "order": spec.order,
+            "gpu_model": asdict(gpu) if gpu is not None else None,
             "mean_sequential_run": (stats.requests / max(1, stats.requests - stats.sequential)
                                     if stats.requests else 0.0),
             "row_bytes": row_bytes,

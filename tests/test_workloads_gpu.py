@@ -1,0 +1,161 @@
+"""GPU-like traces: thread-block request order, page placement, address hash, no folding."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("h5py")
+
+from engine.config import load_config  # noqa: E402
+from engine.errors import DiffMemError  # noqa: E402
+from engine.workloads.allocator import place  # noqa: E402
+from engine.workloads.capture import PATTERN_ID, PHASE_ID, Access, OpRecord  # noqa: E402
+from engine.workloads.expand import expand_op  # noqa: E402
+from engine.workloads.gpu_order import GpuModel  # noqa: E402
+from engine.workloads.placement import (GpuAddressHash, PlacementError,  # noqa: E402
+                                        page_table)
+
+
+def _dense(storage: int, shape: tuple[int, ...], is_write: bool) -> Access:
+    n = int(np.prod(shape)) * 4
+    stride = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    return Access(storage, 0, n, (), (), shape, "float32", is_write, stride)
+
+
+def test_gemm_request_order_of_two_concurrent_blocks() -> None:
+    # C[4,16] = A[4,16] @ B[16,16], fp32; tiles BM=2 x BN=16 x BK=8: two blocks (rows 0-1 and
+    # 2-3 of C), both resident (one SM, two blocks per SM).  A row = one 64 B line, B row =
+    # one line, C row = one line.  A at line 0, B at line 64, C at line 128.
+    op = OpRecord(0, "aten.mm.default", PHASE_ID["forward"], PATTERN_ID["tiled"], 0.0,
+                  [_dense(0, (4, 16), False), _dense(1, (16, 16), False),
+                   _dense(2, (4, 16), True)])
+    base = np.array([0, 64 * 64, 128 * 64], np.int64)
+    gpu = GpuModel(sms=1, gemm_blocks_per_sm=2, gemm_bm=2, gemm_bn=16, gemm_bk_fp32=8)
+    parts = list(expand_op(op, base, np.zeros(3, np.uint8), gpu=gpu))
+    lines = np.concatenate([p.lines for p in parts]).tolist()
+    writes = np.concatenate([p.is_write for p in parts]).tolist()
+    expected = (
+        # k-step 0, load 0: block 0 reads A row 0 and B row 0; block 1 reads A row 2
+        [0, 64, 2]
+        # load 1: block 0 reads A row 1 and B row 1; block 1 reads A row 3
+        + [1, 65, 3]
+        # loads 2-7 of k-step 0: the rest of B's first 8 rows (A rows are whole lines)
+        + list(range(66, 72))
+        # k-step 1: B rows 8-15 (first read by block 0; block 1 re-reads them on chip)
+        + list(range(72, 80))
+        # after the k-loop: each block writes its C tile, row by row, interleaved
+        + [128, 130, 129, 131])
+    assert lines == expected
+    assert writes == [False] * 20 + [True] * 4
+
+
+def test_elementwise_blocks_interleave() -> None:
+    # y = x + 1 over 4 blocks of 2 lines each (32 fp32 elements per block), all resident:
+    # every block loads its first line, then every block its second, then the stores
+    n = 128
+    op = OpRecord(0, "aten.add.Tensor", PHASE_ID["forward"], PATTERN_ID["stream"], 0.0,
+                  [_dense(0, (n,), False), _dense(1, (n,), True)])
+    base = np.array([0, 64 * 64], np.int64)
+    gpu = GpuModel(sms=1, elementwise_blocks_per_sm=4, elementwise_block=32)
+    lines = np.concatenate([p.lines for p in expand_op(op, base, np.zeros(2, np.uint8),
+                                                        gpu=gpu)]).tolist()
+    assert lines == [0, 2, 4, 6, 1, 3, 5, 7, 64, 66, 68, 70, 65, 67, 69, 71]
+
+
+def test_gpu_order_is_a_permutation_of_the_sequential_lines() -> None:
+    from engine.workloads.capture import capture_step
+    from engine.workloads.registry import build
+    _, _, model, inputs = build("resnet50", batch=2, size="tiny")
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], foreach=False)
+    cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
+    placement = place(cap)
+    roles = np.array([s.role for s in cap.storages], np.uint8)
+    names = set()
+    for op in cap.ops[::7]:
+        seq = [p for p in expand_op(op, placement.base, roles)]
+        gpu = [p for p in expand_op(op, placement.base, roles, gpu=GpuModel())]
+        if not seq:
+            assert not gpu
+            continue
+        a = np.concatenate([p.lines for p in seq])
+        b = np.concatenate([p.lines for p in gpu])
+        wa = np.concatenate([p.is_write for p in seq])
+        wb = np.concatenate([p.is_write for p in gpu])
+        assert sorted(a[wa].tolist()) == sorted(b[wb].tolist()), op.name
+        assert sorted(a[~wa].tolist()) == sorted(b[~wb].tolist()), op.name
+        names.add(op.name.split(".")[1])
+    assert {"convolution", "convolution_backward"} <= names
+
+
+def test_placement_never_maps_two_live_tensors_to_one_frame() -> None:
+    from engine.workloads.capture import capture_step
+    from engine.workloads.registry import build
+    _, _, model, inputs = build("ddpm", batch=2, size="tiny")
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], foreach=False)
+    cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
+    placement = place(cap)
+    # a memory barely larger than the footprint, so a careless draw would collide
+    cap_bytes = (placement.peak_bytes // (2 << 20) + 3) * (2 << 20)
+    pt = page_table(placement.peak_bytes, cap_bytes, seed=5)
+    assert np.unique(pt.frames).shape[0] == pt.frames.shape[0]        # distinct frames
+    assert pt.frames.max() < cap_bytes // (2 << 20) and not pt.folded
+    assert not np.array_equal(pt.frames, np.arange(pt.frames.shape[0]))
+    lines = {}
+    for s in cap.storages:
+        if s.first_op >= 0 and s.nbytes > 0:
+            first = int(placement.base[s.index]) // 64
+            v = np.arange(first, first + -(-s.nbytes // 64), dtype=np.int64)
+            lines[s.index] = pt.translate(v, 64)
+    checked = 0
+    for i in range(0, len(cap.ops), max(1, len(cap.ops) // 60)):
+        live = [k for k, s in enumerate(cap.storages) if k in lines
+                and (s.persistent or s.first_op <= i <= s.last_op)]
+        cat = np.concatenate([lines[k] for k in live])
+        assert np.unique(cat).shape[0] == cat.shape[0], i            # no physical overlap
+        checked += 1
+    assert checked > 30
+
+
+def test_no_folding_without_the_flag(tmp_path: Path) -> None:
+    from engine.workloads.generate import TraceSpec, generate_trace
+    with pytest.raises(PlacementError) as e:
+        page_table(20 * 10**9, 8 * 2**30, seed=0, memory_name="HBM2")
+    msg = str(e.value)
+    assert "20 GB" in msg and "8.59 GB" in msg and "--fold-addresses" in msg
+    pt = page_table(20 * 10**9, 8 * 2**30, seed=0, fold=True)
+    assert pt.folded and pt.frames.max() < 4096
+    # the whole pipeline: a tiny model at a large batch (about 0.18 GB) does not fit in a 128 MiB memory
+    small = tmp_path / "small.toml"
+    text = (Path("resources/presets/dram/DDR4-3200.toml")).read_text()
+    text = text.replace('name = "DDR4-3200"', 'name = "tiny-ddr4"').replace(
+        "rows = 65536 ", "rows = 1024  ").replace("channel_size = 16384", "channel_size = 128  ")
+    small.write_text(text)
+    cfg = load_config(small)
+    assert cfg.capacity_bytes == 128 * 2**20
+    spec = dict(workload="ddpm", batch=160, size="tiny", memory=str(small), cache_bytes=0,
+                sample=0.01)
+    with pytest.raises(DiffMemError, match=f"{cfg.capacity_bytes / 1e9:.3g} GB"):
+        generate_trace(TraceSpec(**spec), tmp_path / "x.h5")
+    assert not (tmp_path / "x.h5").exists()
+    s = generate_trace(TraceSpec(**spec, fold_addresses=True), tmp_path / "y.h5")
+    assert s["addresses_folded"] and s["placement"]["fold_addresses"]
+
+
+@pytest.mark.parametrize("preset", ["DDR4-3200", "DDR4-3200-8ch", "HBM2"])
+def test_gpu_hash_is_a_bijection_that_spreads_channels_and_banks(preset: str) -> None:
+    cfg = load_config(preset)
+    h = GpuAddressHash(cfg)
+    rng = np.random.default_rng(0)
+    a = np.unique(rng.integers(0, cfg.capacity_bytes // 64, 200_000)).astype(np.uint64) * 64
+    b = h.apply(a)
+    assert np.unique(b).shape[0] == a.shape[0] and int(b.max()) < cfg.capacity_bytes
+    seq = h.apply(np.arange(4096, dtype=np.uint64) * np.uint64(64)).astype(np.int64) >> 6
+    pos, w = cfg.field_positions, cfg.field_widths
+    bank = ((seq >> pos["bg"]) & ((1 << w["bg"]) - 1)) * 4 + ((seq >> pos["ba"]) & 3)
+    chan = (seq >> pos["ch"]) & ((1 << w["ch"]) - 1)
+    # 256 KiB of consecutive lines touch every channel and every bank (group) it has
+    assert np.unique(chan).shape[0] == cfg.channels
+    assert np.unique(bank).shape[0] == 16

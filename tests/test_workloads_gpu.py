@@ -159,3 +159,22 @@ def test_gpu_hash_is_a_bijection_that_spreads_channels_and_banks(preset: str) ->
     # 256 KiB of consecutive lines touch every channel and every bank (group) it has
     assert np.unique(chan).shape[0] == cfg.channels
     assert np.unique(bank).shape[0] == 16
+
+
+def test_sectored_cache_fetches_only_missing_sectors_and_flushes_lru_first() -> None:
+    from engine.workloads.cache import CacheFilter
+    c = CacheFilter(size_bytes=128 * 2, ways=2)            # one set of two 128 B lines
+    lines = np.array([0, 1, 2, 0, 4, 0], np.int64)
+    w = np.array([0, 0, 1, 0, 0, 0], bool)
+    f = c.filter(lines, w, np.zeros(6, np.uint8), 0, 0)
+    # 0: miss (fetch half 0 only); 1: same line, sector miss (fetch half 1); 2: write,
+    # allocated without a fetch; 0: hit; 4: evicts the LRU line (holding dirty 2);
+    # 0: hit
+    assert f.lines.tolist() == [0, 1, 2, 4]
+    assert f.is_write.tolist() == [False, False, True, False]
+    assert c.last_counts.tolist() == [2, 1]
+    assert c.last_outcome.tolist() == [0, 2, 0, 1, 0, 1]
+    c = CacheFilter(size_bytes=128 * 4, ways=4)
+    c.filter(np.array([9, 2, 5, 2], np.int64), np.ones(4, bool), np.zeros(4, np.uint8), 0, 0)
+    # dirty lines 9 (tag 4), 2 (tag 1), 5 (tag 2): LRU first: tag 4, tag 2, tag 1
+    assert c.flush(3, 0).lines.tolist() == [9, 5, 2]

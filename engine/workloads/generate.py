@@ -68,6 +68,7 @@ class TraceSpec:
     seed: int = 0
     cache_bytes: int = 40 * 1024 * 1024      # on-chip cache in front of DRAM (0: none)
     cache_ways: int = 16
+    cache_line_bytes: int = 128              # 128 B lines of 32 B sectors (A100); 64: plain
     memory: str = DEFAULT_MEMORY             # memory config: clock and capacity
     pages: str = "random"                    # "random" 2 MiB frames (seeded) or "identity"
     placement_seed: int = 0                  # seed of the frame permutation
@@ -345,7 +346,9 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     addr_hash = GpuAddressHash(mem) if spec.address_hash == "gpu" else None
     gpu = GpuModel() if spec.order == "gpu" else None
     row_bytes = int(mem.columns_eff * mem.bus_width // 8)
-    cache = CacheFilter(spec.cache_bytes, spec.cache_ways)
+    cache = CacheFilter(spec.cache_bytes, spec.cache_ways, spec.cache_line_bytes)
+    l2_access = np.zeros(len(PHASES), np.int64)
+    l2_hit = np.zeros(len(PHASES), np.int64)
     stats = _Stats(row_bytes)
     dram_per_op = np.zeros(len(cap.ops), np.int64)
     tck = float(mem.tCK)
@@ -402,17 +405,23 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     idx = np.flatnonzero(feed)
                     f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
                                      op.phase, op.index)
+                    kept_in = keep[idx]
+                    l2_access[op.phase] += int(kept_in.sum())
+                    l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome[kept_in] == 1))
                     f = f[keep[idx[f.source]]]
                     f.source = idx[f.source]
                     kept_issued[op.phase] += np.bincount(part.is_write[keep].view(np.uint8),
                                                          minlength=2)
                 else:
                     f = cache.filter(part.lines, part.is_write, part.role, op.phase, op.index)
+                    l2_access[op.phase] += n
+                    l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome == 1))
                 pos = (f.source + done).astype(np.float64)
                 t = start_ns[op.index] + dur_ns[op.index] * (pos + 0.5) / max(total, 1)
                 emit(f, np.floor(t / tck).astype(np.int64))
                 np.add.at(dram_per_op, f.op, 1)
         f = cache.flush(int(phase_of[-1]) if n_ops else 0, max(n_ops - 1, 0))
+        flush_requests = int(f.lines.shape[0])
         if f.lines.shape[0]:
             end = start_ns[-1] + dur_ns[-1] if n_ops else 0.0
             emit(f, np.full(f.lines.shape[0], int(np.floor(end / tck)), np.int64), flush=True)
@@ -444,6 +453,13 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "issued_bytes_all_ops": {p: {"read": int(issued_by_phase[i, 0]) * LINE_BYTES,
                                          "write": int(issued_by_phase[i, 1]) * LINE_BYTES}
                                      for i, p in enumerate(PHASES)},
+            "cache_line_bytes": spec.cache_line_bytes,
+            "l2_hit_rate": {p: (float(l2_hit[i] / l2_access[i]) if l2_access[i] else None)
+                            for i, p in enumerate(PHASES)},
+            "l2_hit_rate_all": (float(l2_hit.sum() / l2_access.sum())
+                                if l2_access.sum() else None),
+            "flush_requests": flush_requests,
+            "flush_order": "lru",
             "footprint_bytes": placement.peak_bytes,
             "persistent_bytes": placement.persistent_bytes,
             "addresses_folded": folded, "capacity_bytes": capacity,

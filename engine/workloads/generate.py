@@ -12,19 +12,18 @@ attributes ``phase_names`` / ``role_names`` and the ``ops`` group), and the JSON
 the group attribute ``summary``.
 
 Sampled mode (``sample=F``) cuts the step's issued request stream -- every operator's
-requests before the cache, in issue (time) order -- into about ``windows`` windows and keeps
-a fraction F of them, evenly spaced from an offset drawn from ``seed`` (systematic sampling,
-deterministic for a seed), stratified by phase: each phase's requests get their share of the
-windows and at least one kept window, so a phase small in bytes (the optimizer) is never
-missed.  Only operators overlapping a kept window
-are expanded, and only the requests inside kept windows are written, at the arrival times
-they have in the full trace.  Before each kept window the cache is warmed with the requests
-just before it (``WARMUP_FACTOR`` times the cache's capacity in lines, filtered but not
-written), so the window sees the cache it would see in the full run.  Totals are
-extrapolated per phase and direction with a ratio estimator: the DRAM reads (writes) in the
-kept windows scaled by (lines read (written) by all operators) / (lines read (written) in
-the kept windows) -- the lines each operator issues are known exactly from the capture; the
-final write-back of the cache is added unscaled.
+requests before the cache, in issue (time) order -- into windows stratified by phase and
+operator class and keeps a fraction F of each stratum's windows (at least ten) by systematic
+sampling from a start drawn from ``seed`` (:mod:`engine.workloads.sampling`).  Only operators
+overlapping a kept window are expanded, and only the requests inside kept windows are
+written, at the arrival times they have in the full trace.  Before each kept window the
+cache is warmed with the requests just before it (``WARMUP_FACTOR`` times the cache's
+capacity in lines, filtered but not written), so the window sees the cache it would see in
+the full run.  Per-phase totals are estimated stratum by stratum (ratio of DRAM requests to
+issued lines in the kept windows, times the stratum's issued lines, known exactly from the
+capture) with a 95 % interval from the spread between windows; the final write-back of the
+cache is added unscaled; the optimizer phase is never reported below its floor (parameters x
+dtype bytes x 4 read, x 3 written).
 """
 from __future__ import annotations
 
@@ -120,37 +119,11 @@ def _intervals_mask(g0: int, n: int, starts: np.ndarray, ends: np.ndarray) -> np
 
 def _kept_intervals(lines_per_op: np.ndarray, phase_of: np.ndarray, windows: int,
                     sample: float | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Kept [lo, hi) intervals of the issued stream, sorted, disjoint; stratified by phase.
-
-    Each phase's requests (its operators' stretches of the stream, joined) are cut into
-    windows -- the phase's share of ``windows``, at least one -- and kept by
-    :func:`select_windows`; a window spanning several operators maps to several intervals.
-    """
-    starts = np.concatenate([[0], np.cumsum(lines_per_op)])
-    total = int(starts[-1])
-    lo_parts, hi_parts = [], []
-    for k, p in enumerate(np.unique(phase_of)):
-        ops = np.flatnonzero((phase_of == p) & (lines_per_op > 0))
-        if not ops.shape[0]:
-            continue
-        sub = np.concatenate([[0], np.cumsum(lines_per_op[ops])])     # phase coordinates
-        n_sub = int(sub[-1])
-        n_win = max(1, int(round(windows * n_sub / max(total, 1))))
-        wlen = -(-n_sub // n_win)
-        kept = select_windows(-(-n_sub // wlen), sample, seed + 7919 * k)
-        for a, b in zip(kept * wlen, np.minimum((kept + 1) * wlen, n_sub)):
-            i0 = int(np.searchsorted(sub, a, side="right")) - 1
-            i1 = int(np.searchsorted(sub, b, side="left"))
-            for i in range(i0, i1):
-                lo = max(int(a), int(sub[i]))
-                hi = min(int(b), int(sub[i + 1]))
-                if hi > lo:
-                    g = int(starts[ops[i]]) - int(sub[i])
-                    lo_parts.append(lo + g)
-                    hi_parts.append(hi + g)
-    order = np.argsort(lo_parts, kind="stable")
-    lo_arr = np.array(lo_parts, np.int64)[order]
-    hi_arr = np.array(hi_parts, np.int64)[order]
+    """Kept [lo, hi) intervals of the issued stream, sorted, disjoint, touching ones merged;
+    stratified by the labels ``phase_of`` (:func:`engine.workloads.sampling.kept_windows`)."""
+    from engine.workloads.sampling import kept_windows
+    w = kept_windows(lines_per_op, phase_of, windows, 1.0 if sample is None else sample, seed)
+    lo_arr, hi_arr = w.lo, w.hi
     if lo_arr.shape[0] > 1:                      # merge touching intervals
         new = np.concatenate([[True], lo_arr[1:] > hi_arr[:-1]])
         hi_arr = np.maximum.reduceat(hi_arr, np.flatnonzero(new))
@@ -281,10 +254,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     from engine.workloads import registry
     from engine.workloads.allocator import place
     from engine.workloads.cache import CacheFilter
-    from engine.workloads.capture import PHASES, ROLES, capture_step
+    from engine.workloads.capture import PATTERNS, PHASE_ID, PHASES, ROLES, capture_step
     from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
     from engine.workloads.gpu_order import GpuModel
     from engine.workloads.placement import GpuAddressHash, page_table
+    from engine.workloads.sampling import kept_windows
     from engine.workloads.timing import Accelerator, schedule
 
     spec.check()
@@ -312,12 +286,18 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     op_start = np.concatenate([[0], np.cumsum(issued.sum(axis=1))])    # stream position
     stream_total = int(op_start[-1])
     sampled = spec.sample is not None and spec.sample < 1.0
+    pattern_of = np.array([op.pattern for op in cap.ops], np.int64)
+    stratum_of = phase_of * len(PATTERNS) + pattern_of
     if sampled:
-        keep_lo, keep_hi = _kept_intervals(issued.sum(axis=1), phase_of, spec.windows,
-                                           spec.sample, spec.seed)
+        win = kept_windows(issued.sum(axis=1), stratum_of, spec.windows, spec.sample,
+                           spec.seed)
+        keep_lo, keep_hi = win.lo, win.hi
         budget = WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES
         warm_lo = np.maximum(np.concatenate([[0], keep_hi[:-1]]), keep_lo - budget)
         warm_lo, warm_hi = warm_lo[warm_lo < keep_lo], keep_lo[warm_lo < keep_lo]
+        n_win = int(win.stratum.shape[0])
+        win_x = np.zeros((n_win, 2), np.int64)       # issued lines per kept window, r/w
+        win_y = np.zeros((n_win, 2), np.int64)       # DRAM requests per kept window, r/w
     else:
         keep_lo = np.zeros(1, np.int64)
         keep_hi = np.full(1, stream_total, np.int64)
@@ -400,7 +380,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                 done = part.offset
                 g0 = g_op + done
                 if sampled:
-                    keep = _intervals_mask(g0, n, keep_lo, keep_hi)
+                    where = win.interval_of(np.arange(g0, g0 + n, dtype=np.int64))
+                    keep = where >= 0
                     feed = keep | _intervals_mask(g0, n, warm_lo, warm_hi)
                     idx = np.flatnonzero(feed)
                     f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
@@ -412,6 +393,10 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     f.source = idx[f.source]
                     kept_issued[op.phase] += np.bincount(part.is_write[keep].view(np.uint8),
                                                          minlength=2)
+                    wk = win.window[where[keep]]
+                    np.add.at(win_x, (wk, part.is_write[keep].view(np.uint8)), 1)
+                    wy = win.window[where[f.source]]
+                    np.add.at(win_y, (wy, f.is_write.view(np.uint8)), 1)
                 else:
                     f = cache.filter(part.lines, part.is_write, part.role, op.phase, op.index)
                     l2_access[op.phase] += n
@@ -433,6 +418,10 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         issued_by_phase = np.zeros((len(PHASES), 2), np.int64)      # [phase, read/write]
         np.add.at(issued_by_phase, phase_of, issued)
         sampled_by_phase = kept_issued if sampled else issued_by_phase
+        item = int(torch.empty(0, dtype=dtype).element_size())
+        floor = np.zeros((len(PHASES), 2), np.float64)
+        floor[PHASE_ID["optimizer"]] = (max(0.0, 4.0 * item * cap.parameters - spec.cache_bytes),
+                                        3.0 * item * cap.parameters)
         summary: dict[str, Any] = {
             "workload": spec.workload, "description": wl.description,
             "model_config": _jsonable(cfg), "batch": spec.batch, "dtype": spec.dtype,
@@ -460,6 +449,12 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                                 if l2_access.sum() else None),
             "flush_requests": flush_requests,
             "flush_order": "lru",
+            "floor_bytes_by_phase": {p: {"read": float(floor[i, 0]), "write": float(floor[i, 1])}
+                                     for i, p in enumerate(PHASES) if floor[i].any()},
+            "floor_rule": "optimizer (AdamW): every parameter, gradient and both moments read "
+                          "once (4 x dtype bytes per parameter, less what the L2 can hold at "
+                          "the start) and parameter and moments written once (3 x dtype "
+                          "bytes; the end-of-step write-back counts here)",
             "footprint_bytes": placement.peak_bytes,
             "persistent_bytes": placement.persistent_bytes,
             "addresses_folded": folded, "capacity_bytes": capacity,
@@ -487,8 +482,26 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                         v[d] += flushed[key][k][d]
             est["read"] += flushed["read"]
             est["write"] += flushed["write"]
-            summary["extrapolated"] = {"dram_bytes": est,
-                                       "requests": (est["read"] + est["write"]) / LINE_BYTES}
+            strat = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
+                                stats.flushed.sum(axis=1), floor)
+            for i, p in enumerate(PHASES):
+                for j, d in enumerate(("read", "write")):
+                    est["by_phase"][p][d] = float(strat["bytes"][i, j])
+            est["read"] = float(strat["bytes"][:, 0].sum())
+            est["write"] = float(strat["bytes"][:, 1].sum())
+            summary["extrapolated"] = {
+                "dram_bytes": est,
+                "requests": (est["read"] + est["write"]) / LINE_BYTES,
+                "estimator": "stratified by phase x operator class, systematic windows, "
+                             "ratio to issued lines; by_role scaled per phase (approximate)",
+                "ci95_by_phase": {p: {d: [float(strat["lo"][i, j]), float(strat["hi"][i, j])]
+                                      for j, d in enumerate(("read", "write"))}
+                                  for i, p in enumerate(PHASES)},
+                "relative_se_by_phase": {p: {d: float(strat["rse"][i, j])
+                                             for j, d in enumerate(("read", "write"))}
+                                         for i, p in enumerate(PHASES)},
+                "floored": strat["floored"],
+                "strata": strat["strata"]}
         writer.finish(
             {"phase_names": json.dumps(list(PHASES)), "role_names": json.dumps(list(ROLES)),
              "summary": json.dumps(summary, default=json_default)},
@@ -501,6 +514,51 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         raise
     log.debug("wrote %d requests to %s", stats.requests, out_path)
     return summary
+
+
+def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarray,
+                stratum_of: np.ndarray, n_patterns: int, flushed_by_phase: np.ndarray,
+                floor: np.ndarray) -> dict[str, Any]:
+    """Per-phase DRAM bytes from the kept windows (:mod:`engine.workloads.sampling`): point
+    estimate, 95 % interval, relative standard error; the end-of-step write-back
+    (``flushed_by_phase`` [phase, r/w] requests, simulated whole) is added unscaled; a
+    phase's estimate is never reported below its ``floor`` (bytes; flagged ``floored``)."""
+    from engine.workloads.capture import PATTERNS, PHASES
+    from engine.workloads.sampling import Z95, stratum_estimate
+
+    n_ph = len(PHASES)
+    est = np.zeros((n_ph, 2))
+    var = np.zeros((n_ph, 2))
+    strata_out = []
+    for k, s in enumerate(np.unique(stratum_of)):
+        ph = int(s) // n_patterns
+        ids = np.flatnonzero(win.stratum == k)
+        row = {"phase": PHASES[ph], "class": PATTERNS[int(s) % n_patterns],
+               "windows": int(win.n_windows[k]), "kept": int(win.n_kept[k])}
+        for d in (0, 1):
+            x_total = float(issued[stratum_of == s, d].sum())
+            e, v = stratum_estimate(win_y[ids, d].astype(np.float64),
+                                    win_x[ids, d].astype(np.float64), x_total,
+                                    int(win.n_windows[k]))
+            est[ph, d] += e
+            var[ph, d] += v
+            row[("read", "write")[d] + "_bytes"] = e * 64.0
+        strata_out.append(row)
+    b = est * 64.0 + flushed_by_phase * 64.0
+    se = np.sqrt(var) * 64.0
+    lo, hi = b - Z95 * se, b + Z95 * se
+    floored = {}
+    for i, p in enumerate(PHASES):
+        for d, name in enumerate(("read", "write")):
+            if floor[i, d] > 0 and b[i, d] < floor[i, d]:
+                floored[f"{p}.{name}"] = {"estimate": float(b[i, d]),
+                                          "floor": float(floor[i, d])}
+    b = np.maximum(b, floor)
+    lo = np.maximum(np.maximum(lo, floor), 0.0)
+    hi = np.maximum(hi, b)
+    rse = np.where(b > 0, se / np.where(b > 0, b, 1.0), 0.0)
+    return {"bytes": b, "lo": lo, "hi": hi, "rse": rse, "floored": floored,
+            "strata": strata_out}
 
 
 def _jsonable(cfg: Any) -> dict[str, Any]:

@@ -422,6 +422,9 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         floor = np.zeros((len(PHASES), 2), np.float64)
         floor[PHASE_ID["optimizer"]] = (max(0.0, 4.0 * item * cap.parameters - spec.cache_bytes),
                                         3.0 * item * cap.parameters)
+        from engine.workloads.compute import UTILISATION_BAND
+        compute_ns = {str(u): float(schedule(cap.ops, acc, u)[1].sum())
+                      for u in UTILISATION_BAND}
         summary: dict[str, Any] = {
             "workload": spec.workload, "description": wl.description,
             "model_config": _jsonable(cfg), "batch": spec.batch, "dtype": spec.dtype,
@@ -435,6 +438,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "accelerator": asdict(acc),
             "flops": cap.phase_flops(),
             "step_time_ns": float(start_ns[-1] + dur_ns[-1]) if n_ops else 0.0,
+            "compute_time_ns_by_utilisation": compute_ns,
+            "compute_model": acc.describe(),
             "requests": stats.requests,
             "reads": int(stats.dram[..., 0].sum()), "writes": int(stats.dram[..., 1].sum()),
             "first_cycle": stats.first_cycle, "last_cycle": stats.last_cycle,

@@ -136,12 +136,56 @@ def _colors(n: int) -> list[Any]:
 
 
 # ---- study base ---------------------------------------------------------------------------
+def screen_findings(a: Analysis) -> Analysis:
+    """Replace every finding whose estimate is not finite, or whose 95 % interval includes
+    zero (or cannot be computed), by "no effect detected" with the estimate and interval, so
+    a report never states an effect its data do not support.  Findings without an error are
+    exact differences of deterministic runs and are kept when finite."""
+    out = []
+    for f in a.findings:
+        if f.value is None:
+            out.append(f)
+            continue
+        subject = f.key or "finding"
+        unit = f" {f.unit}" if f.unit else ""
+        if not math.isfinite(f.value):
+            out.append(Finding(f"{subject}: no effect detected (the estimate is not finite)",
+                               f.key, None, None, f.unit))
+        elif f.error is not None and not math.isfinite(f.error):
+            out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}; "
+                               "too few points for an interval)", f.key, None, None, f.unit))
+        elif f.error is not None and abs(f.value) <= fits.Z95 * f.error:
+            lo, hi = f.value - fits.Z95 * f.error, f.value + fits.Z95 * f.error
+            out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}, "
+                               f"95 % CI {lo:.3g} to {hi:.3g})", f.key, None, None, f.unit))
+        else:
+            out.append(f)
+    a.findings = out
+    return a
+
+
 class Study:
+    """A study; every subclass's ``analyse`` result passes through :func:`screen_findings`."""
+
     name = ""
     title = ""
     description = ""
     params_help = ""
     arrival = ""            # forced arrival mode ("" = the setup's)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("analyse")
+        if own is None or getattr(own, "_screened", False):
+            return
+
+        def analyse(self: Study, document: Mapping[str, Any],
+                    records: Sequence[Mapping[str, Any]]) -> Analysis:
+            return screen_findings(own(self, document, records))
+
+        analyse._screened = True               # type: ignore[attr-defined]
+        analyse.__doc__ = own.__doc__
+        cls.analyse = analyse                  # type: ignore[method-assign]
 
     def points(self, setup: StudySetup) -> list[Point]:
         raise NotImplementedError
@@ -267,6 +311,16 @@ class TimingSensitivity(Study):
                     continue
                 d, d_se = _mean_se([v[0] for v in diff], [v[1] for v in diff])
                 c, c_se = _mean_se([v[0] for v in cnn], [v[1] for v in cnn])
+                weak = [name for name, v, se in (("diffusion", d, d_se), ("CNN", c, c_se))
+                        if not (math.isfinite(v) and math.isfinite(se)
+                                and abs(v) > fits.Z95 * se)]
+                if weak:
+                    a.findings.append(Finding(
+                        f"{param}: diffusion/CNN {what} sensitivity ratio: no effect detected "
+                        f"(the {' and '.join(weak)} slope's 95 % interval includes zero or "
+                        f"cannot be computed: diffusion {fits.fmt_pm(d, d_se)}, CNN "
+                        f"{fits.fmt_pm(c, c_se)} %/cycle)", f"{key}/{param}"))
+                    continue
                 try:
                     r = fits.ratio(d, d_se, c, c_se)
                 except StudyError as exc:

@@ -425,6 +425,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         from engine.workloads.compute import UTILISATION_BAND
         compute_ns = {str(u): float(schedule(cap.ops, acc, u)[1].sum())
                       for u in UTILISATION_BAND}
+        floor_step = _analytic_floor(cap, item)
         summary: dict[str, Any] = {
             "workload": spec.workload, "description": wl.description,
             "model_config": _jsonable(cfg), "batch": spec.batch, "dtype": spec.dtype,
@@ -460,6 +461,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                           "once (4 x dtype bytes per parameter, less what the L2 can hold at "
                           "the start) and parameter and moments written once (3 x dtype "
                           "bytes; the end-of-step write-back counts here)",
+            "analytic_floor_bytes": floor_step,
             "footprint_bytes": placement.peak_bytes,
             "persistent_bytes": placement.persistent_bytes,
             "addresses_folded": folded, "capacity_bytes": capacity,
@@ -519,6 +521,25 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         raise
     log.debug("wrote %d requests to %s", stats.requests, out_path)
     return summary
+
+
+def _analytic_floor(cap: Any, item: int) -> dict[str, float]:
+    """The least DRAM traffic a training step can have, from the capture alone: AdamW reads
+    parameter, gradient and both moments and writes parameter and moments once (7 x dtype
+    bytes per parameter: 28 B in fp32); the forward reads every weight once; every
+    activation saved for the backward pass (a forward tensor the backward reads) is written
+    once and read once.  Everything else (temporaries, re-reads, gradients of activations)
+    could in principle stay on chip, so real steps move more."""
+    from engine.workloads.capture import PHASE_ID, ROLE_ID
+    fwd = (PHASE_ID["forward"], PHASE_ID["attention"])
+    phase_of = [op.phase for op in cap.ops]
+    saved = sum(s.nbytes for s in cap.storages
+                if s.role == ROLE_ID["activation"] and not s.persistent and s.first_op >= 0
+                and phase_of[s.first_op] in fwd and phase_of[s.last_op] == PHASE_ID["backward"])
+    weights = sum(s.nbytes for s in cap.storages if s.role == ROLE_ID["weight"])
+    opt = 7.0 * item * cap.parameters
+    return {"optimizer": opt, "weight_reads": float(weights),
+            "saved_activations_write_read": 2.0 * saved, "total": opt + weights + 2.0 * saved}
 
 
 def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarray,

@@ -191,7 +191,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
                      cache_bytes=int(args.cache_mib * 2**20), memory=args.memory,
                      pages=args.pages, placement_seed=args.placement_seed,
                      fold_addresses=args.fold_addresses, address_hash=args.address_hash,
-                     order=args.order)
+                     order=args.order, optimizer=args.optimizer)
     summary = generate_trace(spec, args.out)
     print(format_summary(summary))
     print(f"trace written to {args.out}")
@@ -653,6 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default="gpu", choices=("gpu", "sequential"),
                    help="request order within an operator: thread blocks in flight on the "
                         "GPU's SMs (default), or each tensor in address order")
+    p.add_argument("--optimizer", default="foreach", choices=("foreach", "single"),
+                   help="AdamW kernels: multi-tensor foreach (PyTorch's CUDA default) or one "
+                        "set of kernels per parameter tensor (foreach=False)")
     p.add_argument("--out", required=True, metavar="TRACE.h5", help="HDF5 trace output")
     p.add_argument("--text", metavar="TRACE.txt", help="also export a DRAMsim3 text trace")
     p.add_argument("--summary", metavar="SUMMARY.json", help="also write the summary as JSON")

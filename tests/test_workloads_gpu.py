@@ -65,6 +65,23 @@ def test_elementwise_blocks_interleave() -> None:
     assert lines == [0, 2, 4, 6, 1, 3, 5, 7, 64, 66, 68, 70, 65, 67, 69, 71]
 
 
+def test_foreach_kernel_follows_multi_tensor_apply() -> None:
+    # _foreach_mul_(list of two tensors): 64 and 32 fp32 elements; chunks of 32 elements,
+    # loop steps of 16, two blocks per launch: tensor 0 is blocks 0-1 (launch 0), tensor 1
+    # block 2 (launch 1); every block loads a step of its chunk, then stores it
+    op = OpRecord(0, "aten._foreach_mul_.Scalar", PHASE_ID["optimizer"],
+                  PATTERN_ID["optimizer"], 0.0,
+                  [_dense(0, (64,), False), _dense(1, (32,), False),
+                   _dense(0, (64,), True), _dense(1, (32,), True)])
+    base = np.array([0, 64 * 64], np.int64)
+    gpu = GpuModel(foreach_chunk=32, foreach_step=16, foreach_blocks_per_launch=2)
+    parts = list(expand_op(op, base, np.zeros(2, np.uint8), gpu=gpu))
+    lines = np.concatenate([p.lines for p in parts]).tolist()
+    writes = np.concatenate([p.is_write for p in parts]).tolist()
+    assert lines == [0, 2, 0, 2, 1, 3, 1, 3, 64, 64, 65, 65]
+    assert writes == [False, False, True, True] * 2 + [False, True] * 2
+
+
 def test_gpu_order_is_a_permutation_of_the_sequential_lines() -> None:
     from engine.workloads.capture import capture_step
     from engine.workloads.registry import build

@@ -74,6 +74,8 @@ class TraceSpec:
     fold_addresses: bool = False             # fold a footprint larger than the memory
     address_hash: str = "gpu"                # "gpu" XOR channel/bank hash, or "none"
     order: str = "gpu"                       # "gpu" thread-block order, or "sequential"
+    optimizer: str = "foreach"               # AdamW kernels: "foreach" (PyTorch's CUDA
+                                             # default) or "single" (one kernel per tensor)
     chunk: int = 1 << 20                     # requests written per HDF5 append
     compression: str | None = "lzf"          # HDF5 filter: "lzf" (fast), "gzip" or None
 
@@ -89,6 +91,9 @@ class TraceSpec:
                                "or None")
         if self.cache_bytes < 0:
             raise DiffMemError(f"cache size {self.cache_bytes}: expected >= 0 bytes")
+        if self.optimizer not in ("foreach", "single"):
+            raise DiffMemError(f"optimizer {self.optimizer!r}: expected 'foreach' or "
+                               "'single'")
         if self.order not in ("gpu", "sequential"):
             raise DiffMemError(f"order {self.order!r}: expected 'gpu' or 'sequential'")
         if self.pages not in ("random", "identity"):
@@ -273,7 +278,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                                             resolution=spec.resolution, size=spec.size,
                                             overrides=spec.overrides, dtype=dtype)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, foreach=False)
+    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01,
+                            foreach=spec.optimizer == "foreach")
     cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
     placement = place(cap)
     roles = np.array([s.role for s in cap.storages], np.uint8)
@@ -472,6 +478,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                           "address_hash": spec.address_hash,
                           "hash_memory": mem.name if addr_hash is not None else None},
             "order": spec.order,
+            "optimizer": spec.optimizer,
             "gpu_model": asdict(gpu) if gpu is not None else None,
             "mean_sequential_run": (stats.requests / max(1, stats.requests - stats.sequential)
                                     if stats.requests else 0.0),

@@ -68,6 +68,9 @@ class GpuModel:
     elementwise_block: int = 512             # elements per block (128 threads x 4)
     elementwise_blocks_per_sm: int = 16      # 2048 threads per SM / 128
     split_k_min_steps: int = 32              # k-steps a split must keep at least
+    foreach_chunk: int = 65536               # multi_tensor_apply: elements per block
+    foreach_step: int = 2048                 # elements per loop step (512 threads x ILP 4)
+    foreach_blocks_per_launch: int = 320     # multi_tensor_apply's launch limit
 
     def gemm_inflight(self) -> int:
         return self.sms * self.gemm_blocks_per_sm
@@ -319,10 +322,54 @@ def elementwise_order(op: OpRecord, per_access: list[np.ndarray], gpu: GpuModel,
     return [cat["acc"], cat["slot"], cat["load"], cat["write"], cat["wave"]]
 
 
+def foreach_order(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
+                  gpu: GpuModel) -> list[np.ndarray] | None:
+    """Sort keys of a ``_foreach_*`` kernel as PyTorch's multi_tensor_apply runs it: blocks
+    over (tensor, 65,536-element chunk) in list order, at most 320 per launch; each block
+    steps through its chunk 2,048 elements at a time (512 threads x 4), loading the chunk's
+    slice of every input list, then storing.  Tensor ``i`` of each list is found by position:
+    the accesses of one list follow each other in argument order, as many as the written
+    list has tensors.  None when the lists cannot be matched."""
+    writes = [i for i, a in enumerate(op.accesses) if a.is_write]
+    t = len(writes)
+    if t == 0:
+        return None
+    reads = [i for i, a in enumerate(op.accesses) if not a.is_write]
+    if len(reads) % t:
+        return None
+    tensor_of = {}
+    for pos, ai in enumerate(writes):
+        tensor_of[ai] = (pos, 0)
+    for pos, ai in enumerate(reads):
+        tensor_of[ai] = (pos % t, 1 + pos // t)
+    numel = [max(1, op.accesses[ai].nbytes // ITEM.get(op.accesses[ai].dtype, 4))
+             for ai in writes]
+    chunks = [-(-n // gpu.foreach_chunk) for n in numel]
+    first_block = np.concatenate([[0], np.cumsum(chunks)])
+    parts = {k: [] for k in ("wave", "step", "write", "slot", "list")}
+    for ai, a in enumerate(op.accesses):
+        i, lst = tensor_of[ai]
+        item = ITEM.get(a.dtype, 4)
+        lines = per_access[ai]
+        e = np.maximum(lines * 64 - (int(base[a.storage]) + a.offset), 0) // item
+        blk = first_block[i] + np.minimum(e // gpu.foreach_chunk, chunks[i] - 1)
+        parts["wave"].append(blk // gpu.foreach_blocks_per_launch)
+        parts["slot"].append(blk % gpu.foreach_blocks_per_launch)
+        parts["step"].append((e % gpu.foreach_chunk) // gpu.foreach_step)
+        parts["write"].append(np.full(lines.shape[0], int(a.is_write), np.int64))
+        parts["list"].append(np.full(lines.shape[0], lst, np.int64))
+    cat = {k: np.concatenate(v) for k, v in parts.items()}
+    return [cat["list"], cat["slot"], cat["write"], cat["step"], cat["wave"]]
+
+
 def order_op(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
              gpu: GpuModel) -> np.ndarray:
     """Permutation of the concatenated lines of ``per_access`` into GPU issue order."""
-    keys = gemm_order(op, per_access, base, gpu)
+    keys = None
+    if "._foreach_" in op.name:
+        keys = foreach_order(op, per_access, base, gpu)
+    else:
+        keys = gemm_order(op, per_access, base, gpu)
     if keys is None:
         keys = elementwise_order(op, per_access, gpu)
     if not keys[0].shape[0]:

@@ -194,8 +194,8 @@ class _Writer:
 class _Stats:
     """Running counts for the summary."""
 
-    def __init__(self, row_bytes: int) -> None:
-        from engine.workloads.capture import PHASES, ROLES
+    def __init__(self, row_bytes: int, mem: Any = None) -> None:
+        from engine.workloads.capture import PATTERNS, PHASES, ROLES
         self.shape = (len(PHASES), len(ROLES), 2)
         self.dram = np.zeros(self.shape, np.int64)        # requests by phase, role, write
         self.flushed = np.zeros(self.shape, np.int64)     # of which the final cache flush
@@ -206,6 +206,44 @@ class _Stats:
         self.row_bytes = row_bytes
         self.first_cycle: int | None = None
         self.last_cycle: int | None = None
+        # in-order open-page row hits per bank, by phase and operator class (see add)
+        self.mem = mem
+        self.open_hits = np.zeros((len(PHASES), len(PATTERNS) + 1), np.int64)
+        self.open_reqs = np.zeros((len(PHASES), len(PATTERNS) + 1), np.int64)
+        self.open_row: dict[int, int] = {}
+
+    def add_open_page(self, addr: np.ndarray, phase: np.ndarray, cls: np.ndarray) -> None:
+        """Count requests that find their row open in their bank if every bank keeps its
+        last row open and requests are served in trace order (no reordering): the trace's
+        own row locality under the memory's address mapping, before any scheduler."""
+        if self.mem is None or not addr.shape[0]:
+            return
+        pos, w, sh = self.mem.field_positions, self.mem.field_widths, self.mem.shift_bits
+        a = addr.astype(np.int64) >> sh
+        bank = np.zeros_like(a)
+        for f in ("ch", "ra", "bg", "ba"):
+            bank = (bank << w[f]) | ((a >> pos[f]) & ((1 << w[f]) - 1))
+        row = (a >> pos["ro"]) & ((1 << w["ro"]) - 1)
+        order = np.argsort(bank, kind="stable")
+        b, r = bank[order], row[order]
+        prev = np.empty_like(r)
+        prev[1:] = r[:-1]
+        first = np.ones(b.shape[0], np.bool_)
+        first[1:] = b[1:] != b[:-1]
+        carry = np.array([self.open_row.get(int(x), -1) for x in b[first]], np.int64)
+        prev[first] = carry
+        hit_sorted = prev == r
+        last = np.ones(b.shape[0], np.bool_)
+        last[:-1] = b[1:] != b[:-1]
+        for bk, rw in zip(b[last].tolist(), r[last].tolist()):
+            self.open_row[bk] = rw
+        hit = np.empty_like(hit_sorted)
+        hit[order] = hit_sorted
+        idx = phase.astype(np.int64) * self.open_hits.shape[1] + cls
+        self.open_hits += np.bincount(idx[hit], minlength=self.open_hits.size).reshape(
+            self.open_hits.shape)
+        self.open_reqs += np.bincount(idx, minlength=self.open_reqs.size).reshape(
+            self.open_reqs.shape)
 
     def add(self, addr: np.ndarray, is_write: np.ndarray, phase: np.ndarray, role: np.ndarray,
             cycle: np.ndarray, flush: bool = False) -> None:
@@ -335,7 +373,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     cache = CacheFilter(spec.cache_bytes, spec.cache_ways, spec.cache_line_bytes)
     l2_access = np.zeros(len(PHASES), np.int64)
     l2_hit = np.zeros(len(PHASES), np.int64)
-    stats = _Stats(row_bytes)
+    stats = _Stats(row_bytes, mem)
+    pattern_by_op = np.array([op.pattern for op in cap.ops] + [len(PATTERNS)], np.int64)
     dram_per_op = np.zeros(len(cap.ops), np.int64)
     tck = float(mem.tCK)
     writer = _Writer(out_path, spec.compression)
@@ -351,6 +390,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             addr = addr_hash.apply(addr)
         n = addr.shape[0]
         stats.add(addr, f.is_write, f.phase, f.role, cycles, flush)
+        stats.add_open_page(addr, f.phase, np.full(n, len(PATTERNS), np.int64) if flush
+                            else pattern_by_op[f.op.astype(np.int64)])
         buf.append({"addr": addr, "cycle": cycles.astype(np.uint64),
                     "is_write": f.is_write.view(np.uint8), "stream": np.zeros(n, np.uint16),
                     "phase": f.phase, "op": f.op, "role": f.role})
@@ -484,6 +525,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                                     if stats.requests else 0.0),
             "row_bytes": row_bytes,
             "row_locality": stats.same_row / max(1, stats.requests - 1),
+            "open_page_hit_rate": _open_page_table(stats),
         }
         if sampled:
             scale = np.where(sampled_by_phase > 0,
@@ -528,6 +570,18 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         raise
     log.debug("wrote %d requests to %s", stats.requests, out_path)
     return summary
+
+
+def _open_page_table(stats: Any) -> dict[str, Any]:
+    """In-order open-page row-hit rate (see ``_Stats.add_open_page``): overall, by phase
+    and by operator class (the end-of-step write-back as class ``flush``)."""
+    from engine.workloads.capture import PATTERNS, PHASES
+    h, n = stats.open_hits, stats.open_reqs
+    rate = (lambda a, b: float(a / b) if b else None)
+    classes = list(PATTERNS) + ["flush"]
+    return {"all": rate(h.sum(), n.sum()),
+            "by_phase": {p: rate(h[i].sum(), n[i].sum()) for i, p in enumerate(PHASES)},
+            "by_class": {c: rate(h[:, j].sum(), n[:, j].sum()) for j, c in enumerate(classes)}}
 
 
 def _analytic_floor(cap: Any, item: int) -> dict[str, float]:

@@ -41,6 +41,12 @@ def format_summary(s: dict[str, Any]) -> str:
                      f"request order {s.get('order', 'sequential')}"
                      + (", addresses FOLDED (--fold-addresses)" if pl["fold_addresses"]
                         and s["addresses_folded"] else ""))
+    op = s.get("open_page_hit_rate") or {}
+    if op.get("all") is not None:
+        parts = [f"{k} {100 * v:.1f} %" for k, v in op["by_phase"].items() if v is not None]
+        cls = [f"{k} {100 * v:.1f} %" for k, v in op["by_class"].items() if v is not None]
+        lines.append(f"  row hits       {100 * op['all']:.1f} % in trace order, open page "
+                     f"(by phase: {', '.join(parts)}; by class: {', '.join(cls)})")
     lines.append(f"  access pattern mean sequential run {s['mean_sequential_run']:.2f} lines, "
                  f"row locality {100 * s['row_locality']:.1f} % ({s['row_bytes']} B rows)")
     if "extrapolated" in s:

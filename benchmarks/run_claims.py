@@ -8,7 +8,7 @@ GPU address hash) of the small DDPM of bench_workloads (ch 32, 32x32 images) and
 (DDR4-3200-8ch); for the GDDR6-vs-DDR4 claim the same steps generated for GDDR6 without the
 address hash (a hash is specific to one memory's mapping, and GDDR6 has 8 GB), simulated on
 DDR4-3200 and GDDR6.  Studies (every request due at once, "saturate"): timing (tRCD 18, 22,
-26, 30), hotspots, technology, batch.  Prints each study's findings; reports and
+26, 30), hotspots, technology, batch, memshare.  Prints each study's findings; reports and
 findings.json under --out.
 """
 from __future__ import annotations
@@ -67,6 +67,10 @@ def main() -> int:
         "technology": StudySetup(tech_t, arrival="saturate",
                                  params={"configs": ["DDR4-3200", "GDDR6"]}),
         "batch": StudySetup(main_t + batch_t, config="DDR4-3200-8ch", arrival="saturate"),
+        # the traces' own compute model (fp32, utilisation 0.5, band 0.3-0.7); DRAM on the
+        # seed's platform and on one HBM2 stack x 5 (an A100 40 GB)
+        "memshare": StudySetup(main_t, config="DDR4-3200-8ch",
+                               params={"configs": ["DDR4-3200-8ch"]}),
     }
     found = {}
     for name, setup in runs.items():

@@ -67,8 +67,8 @@ def main() -> int:
         "technology": StudySetup(tech_t, arrival="saturate",
                                  params={"configs": ["DDR4-3200", "GDDR6"]}),
         "batch": StudySetup(main_t + batch_t, config="DDR4-3200-8ch", arrival="saturate"),
-        # the traces' own compute model (fp32, utilisation 0.5, band 0.3-0.7); DRAM on the
-        # seed's platform and on one HBM2 stack x 5 (an A100 40 GB)
+        # the traces' own compute model (fp32, utilisation 0.5, band 0.3-0.7), DRAM on the
+        # seed's platform
         "memshare": StudySetup(main_t, config="DDR4-3200-8ch",
                                params={"configs": ["DDR4-3200-8ch"]}),
     }

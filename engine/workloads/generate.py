@@ -12,7 +12,9 @@ attributes ``phase_names`` / ``role_names`` and the ``ops`` group), and the JSON
 the group attribute ``summary``.
 
 Sampled mode (``sample=F``) cuts the step's issued request stream -- every operator's
-requests before the cache, in issue (time) order -- into windows stratified by phase and
+requests before the cache, in issue (time) order -- into windows (as many as
+:func:`auto_windows` affords, up to 100,000; shorter windows lower the variance) stratified
+by phase and
 operator class and keeps a fraction F of each stratum's windows (at least ten) by systematic
 sampling from a start drawn from ``seed`` (:mod:`engine.workloads.sampling`).  Only operators
 overlapping a kept window are expanded, and only the requests inside kept windows are
@@ -63,7 +65,8 @@ class TraceSpec:
     overrides: dict[str, Any] = field(default_factory=dict)
     dtype: str = "float32"
     sample: float | None = None              # fraction of operators expanded (None: all)
-    windows: int = 4000                      # sampled mode: windows the stream is cut into
+    windows: int | None = None               # sampled mode: windows the stream is cut into
+                                             # (None: auto_windows)
     seed: int = 0
     cache_bytes: int = 40 * 1024 * 1024      # on-chip cache in front of DRAM (0: none)
     cache_ways: int = 16
@@ -84,7 +87,7 @@ class TraceSpec:
             raise DiffMemError(f"dtype {self.dtype!r}: expected one of {', '.join(DTYPES)}")
         if self.sample is not None and not 0.0 < self.sample <= 1.0:
             raise DiffMemError(f"sample fraction {self.sample}: expected a number in (0, 1]")
-        if self.windows <= 0:
+        if self.windows is not None and self.windows <= 0:
             raise DiffMemError(f"sampling windows {self.windows}: expected a positive count")
         if self.compression not in ("lzf", "gzip", None):
             raise DiffMemError(f"compression {self.compression!r}: expected 'lzf', 'gzip' "
@@ -101,6 +104,31 @@ class TraceSpec:
         if self.address_hash not in ("gpu", "none"):
             raise DiffMemError(f"address hash {self.address_hash!r}: expected 'gpu' or "
                                "'none'")
+
+
+#: auto_windows: at most this many windows (shorter windows: less variance, until the
+#: cache warm-up before each one, not the window, dominates the cost)
+MAX_WINDOWS = 100_000
+#: auto_windows: the warm-up may cost up to this many times the kept requests, or this many
+#: lines, whichever is more
+WARMUP_BUDGET_FACTOR = 4
+WARMUP_BUDGET_LINES = 50_000_000
+
+
+def auto_windows(stream_lines: int, sample: float, cache_lines: int) -> int:
+    """Windows to cut a stream into: as many as possible (up to ``MAX_WINDOWS``) while the
+    cache warm-up -- ``WARMUP_FACTOR`` x the cache before each kept window, or the whole gap
+    to the previous window when that is shorter -- stays within a budget of
+    ``WARMUP_BUDGET_FACTOR`` x the kept lines or ``WARMUP_BUDGET_LINES``.  On a small step
+    the gaps are shorter than the warm-up, the cache sees the whole stream, and windows
+    are cheap; on a large one each kept window costs a full warm-up."""
+    kept = max(1.0, stream_lines * sample)
+    budget = max(WARMUP_BUDGET_FACTOR * kept, WARMUP_BUDGET_LINES)
+    k = sample * MAX_WINDOWS
+    warm = min(k * WARMUP_FACTOR * cache_lines, stream_lines)
+    if warm > budget and cache_lines > 0:
+        k = budget / (WARMUP_FACTOR * cache_lines)
+    return int(max(1, round(k / sample)))
 
 
 def select_windows(n_windows: int, sample: float | None, seed: int) -> np.ndarray:
@@ -333,7 +361,9 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     pattern_of = np.array([op.pattern for op in cap.ops], np.int64)
     stratum_of = phase_of * len(PATTERNS) + pattern_of
     if sampled:
-        win = kept_windows(issued.sum(axis=1), stratum_of, spec.windows, spec.sample,
+        n_windows = spec.windows or auto_windows(stream_total, spec.sample,
+                                                 spec.cache_bytes // LINE_BYTES)
+        win = kept_windows(issued.sum(axis=1), stratum_of, n_windows, spec.sample,
                            spec.seed)
         keep_lo, keep_hi = win.lo, win.hi
         budget = WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES
@@ -481,7 +511,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "operators_warming": int(warming.sum()),
             "stream_lines": stream_total,
             "stream_lines_kept": int(sampled_by_phase.sum()),
-            "sample": spec.sample, "windows": spec.windows, "seed": spec.seed,
+            "sample": spec.sample,
+            "windows": (n_windows if sampled else None), "seed": spec.seed,
             "memory": mem.name, "tck_ns": tck, "cache_bytes": spec.cache_bytes,
             "accelerator": asdict(acc),
             "flops": cap.phase_flops(),

@@ -226,3 +226,24 @@ def test_stratified_estimator_is_unbiased_on_a_synthetic_step() -> None:
     assert all(k >= 10 for k in w.n_kept) and np.all(w.lo[1:] >= w.hi[:-1])
     frac = (w.hi - w.lo).sum() / lines.sum()
     assert 0.01 <= frac < 0.05
+
+
+def test_cli_trace_flags_reach_the_summary(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import main
+    out, js = tmp_path / "t.h5", tmp_path / "s.json"
+    rc = main.main(["trace", "--workload", "resnet50", "--batch", "2", "--size", "tiny",
+                    "--order", "sequential", "--address-hash", "none", "--pages", "identity",
+                    "--optimizer", "single", "--placement-seed", "4", "--memory", "DDR4-3200",
+                    "--out", str(out), "--summary", str(js)])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    s = json.loads(js.read_text())
+    assert (s["order"], s["optimizer"]) == ("sequential", "single")
+    pl = s["placement"]
+    assert (pl["pages"], pl["address_hash"], pl["placement_seed"]) == ("identity", "none", 4)
+    assert not pl["fold_addresses"] and not s["addresses_folded"]
+    assert "request order sequential" in printed and "L2 hit rate" in printed
+    assert set(s["compute_time_ns_by_utilisation"]) == {"0.3", "0.4", "0.5", "0.6", "0.7"}

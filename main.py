@@ -188,7 +188,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
     spec = TraceSpec(workload=args.workload, batch=args.batch, resolution=args.resolution,
                      size=args.size, dtype=args.dtype, sample=args.sample, seed=args.seed,
-                     cache_bytes=int(args.cache_mib * 2**20), memory=args.memory)
+                     cache_bytes=int(args.cache_mib * 2**20), memory=args.memory,
+                     pages=args.pages, placement_seed=args.placement_seed,
+                     fold_addresses=args.fold_addresses, address_hash=args.address_hash,
+                     order=args.order, optimizer=args.optimizer)
     summary = generate_trace(spec, args.out)
     print(format_summary(summary))
     print(f"trace written to {args.out}")
@@ -716,6 +719,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="on-chip cache in front of DRAM, MiB (default 40, an A100 L2; 0: none)")
     p.add_argument("--memory", default="HBM2", metavar="PRESET",
                    help="memory config giving the clock and capacity (default HBM2)")
+    p.add_argument("--pages", default="random", choices=("random", "identity"),
+                   help="virtual to physical placement: 2 MiB frames drawn by a seeded "
+                        "permutation (default), or the allocator's addresses unchanged")
+    p.add_argument("--placement-seed", type=int, default=0, metavar="S",
+                   help="seed of the frame permutation (default 0)")
+    p.add_argument("--fold-addresses", action="store_true",
+                   help="allow a footprint larger than the memory: pages share frames "
+                        "(aliasing; recorded in the summary). Without it such a step stops "
+                        "with an error")
+    p.add_argument("--address-hash", default="gpu", choices=("gpu", "none"),
+                   help="GPU-style XOR channel/bank hash applied before the memory's address "
+                        "mapping (default), or the preset's mapping alone")
+    p.add_argument("--order", default="gpu", choices=("gpu", "sequential"),
+                   help="request order within an operator: thread blocks in flight on the "
+                        "GPU's SMs (default), or each tensor in address order")
+    p.add_argument("--optimizer", default="foreach", choices=("foreach", "single"),
+                   help="AdamW kernels: multi-tensor foreach (PyTorch's CUDA default) or one "
+                        "set of kernels per parameter tensor (foreach=False)")
     p.add_argument("--out", required=True, metavar="TRACE.h5", help="HDF5 trace output")
     p.add_argument("--text", metavar="TRACE.txt", help="also export a DRAMsim3 text trace")
     p.add_argument("--summary", metavar="SUMMARY.json", help="also write the summary as JSON")

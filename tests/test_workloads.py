@@ -166,7 +166,7 @@ def test_cache_filters_hits(tmp_path: Path, ddpm_nocache: tuple[Path, dict]) -> 
 
 
 def test_cache_filter_unit() -> None:
-    c = CacheFilter(size_bytes=64 * 2 * 1, ways=2)        # one set, two ways
+    c = CacheFilter(size_bytes=64 * 2 * 1, ways=2, line_bytes=64)   # one set, two ways
     lines = np.array([1, 1, 2, 3, 1], np.int64)
     w = np.array([False, False, True, False, False])
     f = c.filter(lines, w, np.zeros(5, np.uint8), 0, 0)

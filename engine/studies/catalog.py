@@ -136,12 +136,56 @@ def _colors(n: int) -> list[Any]:
 
 
 # ---- study base ---------------------------------------------------------------------------
+def screen_findings(a: Analysis) -> Analysis:
+    """Replace every finding whose estimate is not finite, or whose 95 % interval includes
+    zero (or cannot be computed), by "no effect detected" with the estimate and interval, so
+    a report never states an effect its data do not support.  Findings without an error are
+    exact differences of deterministic runs and are kept when finite."""
+    out = []
+    for f in a.findings:
+        if f.value is None:
+            out.append(f)
+            continue
+        subject = f.key or "finding"
+        unit = f" {f.unit}" if f.unit else ""
+        if not math.isfinite(f.value):
+            out.append(Finding(f"{subject}: no effect detected (the estimate is not finite)",
+                               f.key, None, None, f.unit))
+        elif f.error is not None and not math.isfinite(f.error):
+            out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}; "
+                               "too few points for an interval)", f.key, None, None, f.unit))
+        elif f.error is not None and abs(f.value) <= fits.Z95 * f.error:
+            lo, hi = f.value - fits.Z95 * f.error, f.value + fits.Z95 * f.error
+            out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}, "
+                               f"95 % CI {lo:.3g} to {hi:.3g})", f.key, None, None, f.unit))
+        else:
+            out.append(f)
+    a.findings = out
+    return a
+
+
 class Study:
+    """A study; every subclass's ``analyse`` result passes through :func:`screen_findings`."""
+
     name = ""
     title = ""
     description = ""
     params_help = ""
     arrival = ""            # forced arrival mode ("" = the setup's)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("analyse")
+        if own is None or getattr(own, "_screened", False):
+            return
+
+        def analyse(self: Study, document: Mapping[str, Any],
+                    records: Sequence[Mapping[str, Any]]) -> Analysis:
+            return screen_findings(own(self, document, records))
+
+        analyse._screened = True               # type: ignore[attr-defined]
+        analyse.__doc__ = own.__doc__
+        cls.analyse = analyse                  # type: ignore[method-assign]
 
     def points(self, setup: StudySetup) -> list[Point]:
         raise NotImplementedError
@@ -267,6 +311,16 @@ class TimingSensitivity(Study):
                     continue
                 d, d_se = _mean_se([v[0] for v in diff], [v[1] for v in diff])
                 c, c_se = _mean_se([v[0] for v in cnn], [v[1] for v in cnn])
+                weak = [name for name, v, se in (("diffusion", d, d_se), ("CNN", c, c_se))
+                        if not (math.isfinite(v) and math.isfinite(se)
+                                and abs(v) > fits.Z95 * se)]
+                if weak:
+                    a.findings.append(Finding(
+                        f"{param}: diffusion/CNN {what} sensitivity ratio: no effect detected "
+                        f"(the {' and '.join(weak)} slope's 95 % interval includes zero or "
+                        f"cannot be computed: diffusion {fits.fmt_pm(d, d_se)}, CNN "
+                        f"{fits.fmt_pm(c, c_se)} %/cycle)", f"{key}/{param}"))
+                    continue
                 try:
                     r = fits.ratio(d, d_se, c, c_se)
                 except StudyError as exc:
@@ -856,27 +910,48 @@ def _batch_draw(rows: list[Row], fams: list[str]) -> DrawFn:
 
 
 # ---- memory share of a training step ------------------------------------------------------------
-#: Default accelerator: NVIDIA A100 SXM4 dense BF16 tensor peak and board power (datasheet).
-#: ``memory_copies``: how many copies of the simulated memory serve the accelerator in parallel
-#: (an A100 40 GB has 5 HBM2 stacks; the HBM2 preset is one stack): DRAM time is divided by it,
-#: assuming the traffic spreads evenly; DRAM energy is not (the same work is done).
-A100 = {"name": "A100", "peak_flops": 312e12, "utilisation": 0.5, "power_W": 400.0,
-        "memory_copies": 1}
+#: Memory-share compute model keys (``--compute``): ``peak_flops`` overrides the dtype-aware
+#: peak of :class:`engine.workloads.compute.Accelerator` (unset: the traced step's dtype picks
+#: it, tensor-core peak); ``utilisation`` is the central achieved utilisation (the report
+#: adds the :data:`~engine.workloads.compute.UTILISATION_BAND` around it); ``power_W`` is the
+#: chip's power while computing WITHOUT its DRAM (the simulator's DRAM energy is added
+#: separately); ``memory_copies``: how many copies of the simulated memory serve the
+#: accelerator in parallel (an A100 40 GB has 5 HBM2 stacks; the HBM2 preset is one stack):
+#: DRAM time is divided by it, assuming the traffic spreads evenly; DRAM energy is not.
+A100 = {"name": "A100", "peak_flops": None, "utilisation": 0.5, "power_W": 340.0,
+        "memory_copies": 1, "dtype": None}
+
+
+def _compute_times(r: Row, acc: Mapping[str, Any]) -> tuple[dict[float, float], str]:
+    """Compute time (s) of the step part a trace holds, by utilisation, and where it came
+    from: the trace generator's per-operator model when the trace carries it (and no peak is
+    forced), else FLOPs / (peak x utilisation) with the same dtype-aware peak."""
+    from engine.workloads.compute import UTILISATION_BAND, Accelerator
+    us = sorted(set(UTILISATION_BAND) | {float(acc["utilisation"])})
+    stored = r.trace.get("compute_ns") or {}
+    if acc["peak_flops"] is None and stored and all(str(u) in stored for u in us):
+        return {u: stored[str(u)] * 1e-9 for u in us}, "trace generator's operator model"
+    dtype = acc["dtype"] or r.trace.get("dtype") or "float32"
+    peak = acc["peak_flops"] or Accelerator().peak(dtype, matrix=True)
+    flops = float(r.trace["flops"])
+    return ({u: flops / (peak * u) for u in us},
+            f"FLOPs / ({peak / 1e12:.4g} TFLOP/s {dtype} peak x utilisation)")
 
 
 class MemoryShare(Study):
     name = "memshare"
     title = "Memory share of a training step"
     arrival = "saturate"        # DRAM time = service time of the step's traffic
-    description = ("with a compute model of the accelerator (default A100: 312 TFLOP/s BF16, "
-                   "50 % utilisation, 400 W), the fraction of step time and energy in DRAM; "
-                   "each --trace needs flops=X (FLOPs of the step it records)")
+    description = ("with the accelerator's compute model (engine.workloads.compute: A100, "
+                   "dtype-aware peak, 50 % utilisation with a 0.3-0.7 band, 340 W compute "
+                   "power without DRAM), the fraction of step time and energy in DRAM; each "
+                   "--trace needs flops=X unless it is a trace from `python main.py trace`")
     params_help = "configs=PRESET,... (default: --config); the accelerator via --compute"
 
     def points(self, setup: StudySetup) -> list[Point]:
         self._check_params(setup, ["configs"])
         traces = resolved_traces(setup)
-        missing = [t.label for t in traces if not t.flops]
+        missing = [t.label for t in traces if not t.flops and not t.compute_ns]
         if missing:
             raise StudyError(f"memshare study: trace(s) {', '.join(missing)} have no FLOP "
                              "count (write --trace LABEL=PATH,flops=X)")
@@ -889,50 +964,59 @@ class MemoryShare(Study):
         rows, notes = join(document, records)
         a = Analysis(self.title, notes=notes)
         acc = compute_model(document["setup"].get("compute") or {})
-        pj_per_flop = acc["power_W"] / (acc["peak_flops"] * acc["utilisation"]) * 1e12
-        a.notes.append(
-            f"Compute model: {acc['name']}, {acc['peak_flops'] / 1e12:.4g} TFLOP/s peak at "
-            f"{100 * acc['utilisation']:.0f} % utilisation, {acc['power_W']:.0f} W while "
-            f"computing ({pj_per_flop:.2f} pJ per FLOP). DRAM time is the time the memory "
-            "needs to serve the trace's requests offered as fast as it takes them (arrival "
-            "'saturate'); 'serial' adds it to the compute time, 'overlapped' counts only "
-            "the DRAM time compute cannot hide. DRAM energy includes background energy over "
-            f"the DRAM time only. DRAM time is divided by memory_copies = "
-            f"{acc['memory_copies']:g} (copies of the simulated memory working in parallel).")
-        table = Table("Memory share per workload", ["workload", "memory", "DRAM time (µs)",
-                                                     "compute time (µs)", "DRAM share, serial (%)",
-                                                     "DRAM exposed, overlapped (%)",
-                                                     "DRAM energy (µJ)", "compute energy (µJ)",
-                                                     "DRAM energy share (%)"], [])
-        shares = []
+        u0 = float(acc["utilisation"])
+        table = Table("Memory share per workload (utilisation "
+                      f"{u0:g}; band over utilisation 0.7 to 0.3)",
+                      ["workload", "memory", "DRAM time (µs)", "compute time (µs)",
+                       "DRAM share, serial (%)", "band (%)", "DRAM exposed, overlapped (%)",
+                       "DRAM energy (µJ)", "compute energy (µJ)", "DRAM energy share (%)",
+                       "band (%)"], [])
+        sources = set()
         for r in sorted(rows, key=lambda r: (r.label, r.tags["order"])):
             t_d = r.m["step_time_ns"] * 1e-9 / acc["memory_copies"]
-            flops = float(r.trace["flops"])
-            t_c = flops / (acc["peak_flops"] * acc["utilisation"])
             e_d = r.m["energy_total_pJ"] * 1e-12
-            e_c = flops * pj_per_flop * 1e-12
-            serial = t_d / (t_d + t_c)
+            t_cs, src = _compute_times(r, acc)
+            sources.add(src)
+            share = {u: t_d / (t_d + t_c) for u, t_c in t_cs.items()}
+            e_share = {u: e_d / (e_d + t_c * acc["power_W"]) for u, t_c in t_cs.items()}
+            t_c = t_cs[u0]
             exposed = max(0.0, t_d - t_c) / max(t_d, t_c)
-            e_share = e_d / (e_d + e_c)
-            shares.append(serial)
+            lo, hi = min(share.values()), max(share.values())
+            elo, ehi = min(e_share.values()), max(e_share.values())
             table.rows.append([r.label, r.tags["variant"], f"{t_d * 1e6:.2f}",
-                               f"{t_c * 1e6:.2f}", f"{100 * serial:.1f}",
-                               f"{100 * exposed:.1f}", f"{e_d * 1e6:.2f}",
-                               f"{e_c * 1e6:.2f}", f"{100 * e_share:.1f}"])
+                               f"{t_c * 1e6:.2f}", f"{100 * share[u0]:.1f}",
+                               f"{100 * lo:.1f}-{100 * hi:.1f}", f"{100 * exposed:.1f}",
+                               f"{e_d * 1e6:.2f}", f"{t_c * acc['power_W'] * 1e6:.2f}",
+                               f"{100 * e_share[u0]:.1f}", f"{100 * elo:.1f}-{100 * ehi:.1f}"])
             a.findings.append(Finding(
-                f"{r.label} on {r.tags['variant']}: DRAM takes {100 * serial:.1f} % of the step "
-                f"time without overlap ({100 * exposed:.1f} % exposed with perfect overlap) and "
-                f"{100 * e_share:.1f} % of the energy",
-                f"dram_time_share/{r.label}/{r.tags['variant']}", 100 * serial, None, "%"))
+                f"{r.label} on {r.tags['variant']}: DRAM takes {100 * share[u0]:.1f} % of the "
+                f"step time without overlap at {100 * u0:.0f} % utilisation "
+                f"({100 * lo:.1f}-{100 * hi:.1f} % over utilisation 0.3-0.7; "
+                f"{100 * exposed:.1f} % exposed with perfect overlap) and "
+                f"{100 * e_share[u0]:.1f} % of the energy ({100 * elo:.1f}-{100 * ehi:.1f} %)",
+                f"dram_time_share/{r.label}/{r.tags['variant']}", 100 * share[u0],
+                50 * (hi - lo), "%"))
+        a.notes.append(
+            f"Assumptions: accelerator {acc['name']}; compute time from "
+            f"{'; '.join(sorted(sources)) or 'no trace'}; achieved utilisation {u0:g} "
+            "(band 0.3-0.7 reported beside it: the finding's ± is half the band, a "
+            "sensitivity, not a statistical error); compute power "
+            f"{acc['power_W']:g} W while computing, DRAM excluded (its energy is the "
+            "simulator's); DRAM time is the time the memory needs to serve the trace's "
+            "requests offered as fast as it takes them (arrival 'saturate'), divided by "
+            f"memory_copies = {acc['memory_copies']:g}; 'serial' adds it to the compute "
+            "time, 'overlapped' counts only the DRAM time compute cannot hide; DRAM energy "
+            "includes background energy over the DRAM time only.")
         a.tables.append(table)
         a.figures.append(FigureSpec("Step time and energy split",
-                                    "DRAM vs compute time (serial model) and energy per "
-                                    "workload.", _share_draw(rows, acc, pj_per_flop)))
+                                    "DRAM vs compute time (serial model, central "
+                                    "utilisation) and energy per workload.",
+                                    _share_draw(rows, acc)))
         return a
 
 
 def compute_model(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The accelerator model: :data:`A100` updated with *given*, checked."""
+    """The memory-share accelerator model: :data:`A100` updated with *given*, checked."""
     acc = dict(A100)
     extra = set(given) - set(acc)
     if extra:
@@ -940,25 +1024,30 @@ def compute_model(given: Mapping[str, Any]) -> dict[str, Any]:
                          f"{', '.join(acc)})")
     acc.update(given)
     for key in ("peak_flops", "utilisation", "power_W", "memory_copies"):
+        if key == "peak_flops" and acc[key] is None:
+            continue
         if not isinstance(acc[key], (int, float)) or acc[key] <= 0:
             raise StudyError(f"compute model: {key} = {acc[key]!r}: expected a positive number")
     if acc["utilisation"] > 1:
         raise StudyError(f"compute model: utilisation = {acc['utilisation']}: expected at "
                          "most 1")
+    if acc["dtype"] not in (None, "float32", "bfloat16", "float16"):
+        raise StudyError(f"compute model: dtype = {acc['dtype']!r}: expected float32, "
+                         "bfloat16 or float16")
     return acc
 
 
-def _share_draw(rows: list[Row], acc: Mapping[str, Any], pj_per_flop: float) -> DrawFn:
+def _share_draw(rows: list[Row], acc: Mapping[str, Any]) -> DrawFn:
     def draw(fig: Any) -> None:
         ax1, ax2 = fig.subplots(1, 2)
         pts = sorted(rows, key=lambda r: (r.label, r.tags["order"]))
         names = [f"{r.label}\n{r.tags['variant']}" for r in pts]
         x = np.arange(len(pts))
+        u0 = float(acc["utilisation"])
         t_d = np.array([r.m["step_time_ns"] / 1e3 / acc["memory_copies"] for r in pts])
-        t_c = np.array([float(r.trace["flops"]) / (acc["peak_flops"] * acc["utilisation"]) * 1e6
-                        for r in pts])
+        t_c = np.array([_compute_times(r, acc)[0][u0] * 1e6 for r in pts])
         e_d = np.array([r.m["energy_total_pJ"] / 1e6 for r in pts])
-        e_c = np.array([float(r.trace["flops"]) * pj_per_flop / 1e6 for r in pts])
+        e_c = t_c * acc["power_W"]
         ax1.bar(x, t_c, label="compute")
         ax1.bar(x, t_d, bottom=t_c, label="DRAM")
         ax1.set_ylabel("time (µs)")

@@ -151,12 +151,40 @@ def text_lines(document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
         for n in analysis.notes:
             out += textwrap.wrap(f"- {n}", PDF_WRAP, subsequent_indent="  ")
     for t in analysis.tables + [_points_table(document, records)]:
-        out += ["", t.title]
-        widths = [max(len(str(c)), *(len(str(r[i])) for r in t.rows)) if t.rows else
-                  len(str(c)) for i, c in enumerate(t.columns)]
-        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-        for row in [t.columns] + t.rows:
-            out.append(fmt.format(*[str(v) for v in row])[:PDF_WRAP + 40])
+        out += ["", *textwrap.wrap(t.title, PDF_WRAP)]
+        out += table_lines(t.columns, t.rows, PDF_WRAP + 40)
+    return out
+
+
+def table_lines(columns: Sequence[Any], rows: Sequence[Sequence[Any]], width: int
+                ) -> list[str]:
+    """A text table no wider than ``width``: columns that do not fit go to further blocks
+    (each repeating the first column), cells longer than a third of the width wrap."""
+    cell_max = max(8, width // 3)
+    cols = [str(c) for c in columns]
+    body = [[str(v) for v in r] for r in rows]
+    widths = [min(cell_max, max([len(c)] + [len(r[i]) for r in body]))
+              for i, c in enumerate(cols)]
+    blocks: list[list[int]] = []
+    cur: list[int] = []
+    used = widths[0] if widths else 0
+    for i in range(1, len(cols)):
+        if cur and used + 2 + widths[i] > width:
+            blocks.append(cur)
+            cur, used = [], widths[0]
+        cur.append(i)
+        used += 2 + widths[i]
+    blocks.append(cur)
+    out: list[str] = []
+    for k, block in enumerate(blocks):
+        idx = [0] + block if cols else []
+        if k:
+            out.append(f"  (continued: columns {block[0] + 1}-{block[-1] + 1})")
+        for row in [cols] + body:
+            cells = [textwrap.wrap(row[i], widths[i]) or [""] for i in idx]
+            for j in range(max(len(c) for c in cells)):
+                out.append("  ".join(f"{(c[j] if j < len(c) else ''):<{widths[i]}}"
+                                     for c, i in zip(cells, idx)).rstrip())
     return out
 
 

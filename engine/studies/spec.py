@@ -64,6 +64,10 @@ class TraceInput:
     group: str = "trace"           # HDF5 group of an .h5 trace
     digest: str = ""               # SHA-256 of the file; filled by :meth:`resolved`
     scale: float | None = None     # full step / this trace (a sampled trace: > 1)
+    dtype: str = ""                # dtype of the traced step (from the trace's summary)
+    #: compute time of the part of the step the trace holds, ns, by achieved utilisation
+    #: ("0.3" ... "0.7"), from the generator's compute model (engine.workloads.compute)
+    compute_ns: dict[str, float] | None = None
 
     def resolved(self) -> TraceInput:
         """This input with an absolute path, a kind and the file's digest; checks the file."""
@@ -80,7 +84,10 @@ class TraceInput:
                              f"{', '.join(KINDS)}")
         digest = self.digest or file_digest(p)
         scale = self.scale if self.scale is not None else meta.get("scale")
-        return TraceInput(self.label, str(p), kind, batch, flops, self.group, digest, scale)
+        dtype = self.dtype or meta.get("dtype", "")
+        compute_ns = self.compute_ns if self.compute_ns is not None else meta.get("compute_ns")
+        return TraceInput(self.label, str(p), kind, batch, flops, self.group, digest, scale,
+                          dtype, compute_ns)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -149,6 +156,13 @@ def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
                 out["scale"] = float(full) / float(summary["requests"])
                 total /= out["scale"]
             out["flops"] = total
+        if isinstance(summary.get("dtype"), str):
+            out["dtype"] = summary["dtype"]
+        cns = summary.get("compute_time_ns_by_utilisation")
+        if isinstance(cns, dict):
+            div = out.get("scale") or 1.0
+            out["compute_ns"] = {str(k): float(v) / div for k, v in cns.items()
+                                 if isinstance(v, (int, float))}
         return out
     except (OSError, ValueError, TypeError, KeyError) as exc:
         log.debug("%s: no workload summary (%s)", path, exc)

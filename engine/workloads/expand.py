@@ -25,11 +25,14 @@ so memory stays bounded however large the step is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
 from engine.workloads.capture import PATTERN_ID, Access, OpRecord
+
+if TYPE_CHECKING:
+    from engine.workloads.gpu_order import GpuModel
 
 LINE_BYTES = 64
 
@@ -85,9 +88,37 @@ def count_lines(op: OpRecord, base: np.ndarray) -> tuple[int, int]:
     return r, w
 
 
+def _expand_gpu(op: OpRecord, base: np.ndarray, roles: np.ndarray, max_lines: int,
+                want: Callable[[int, int], bool] | None, gpu: "GpuModel"
+                ) -> Iterator[OpRequests]:
+    """GPU issue order (:mod:`engine.workloads.gpu_order`): the op is built whole when any
+    of its slices is wanted."""
+    from engine.workloads.gpu_order import order_op
+
+    sizes = [a.line_count(int(base[a.storage]), LINE_BYTES) for a in op.accesses]
+    total = int(sum(sizes))
+    if total == 0:
+        return
+    cuts = list(range(0, total, max_lines)) + [total]
+    wanted = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])
+              if want is None or want(lo, hi - lo)]
+    if not wanted:
+        return
+    per_access = [a.lines(int(base[a.storage]), LINE_BYTES) for a in op.accesses]
+    perm = order_op(op, per_access, base, gpu)
+    lines = np.concatenate(per_access)[perm]
+    is_write = np.concatenate([np.full(n, a.is_write, np.bool_)
+                               for a, n in zip(op.accesses, sizes)])[perm]
+    role = np.concatenate([np.full(n, roles[a.storage], np.uint8)
+                           for a, n in zip(op.accesses, sizes)])[perm]
+    for lo, hi in wanted:
+        yield OpRequests(lines[lo:hi], is_write[lo:hi], role[lo:hi], lo)
+
+
 def expand_op(op: OpRecord, base: np.ndarray, roles: np.ndarray,
               max_lines: int = 1 << 22, tile_lines: int | None = None,
-              want: Callable[[int, int], bool] | None = None) -> Iterator[OpRequests]:
+              want: Callable[[int, int], bool] | None = None,
+              gpu: "GpuModel | None" = None) -> Iterator[OpRequests]:
     """The requests of ``op`` in issue order, in slices of at most about ``max_lines``.
 
     Args:
@@ -96,7 +127,12 @@ def expand_op(op: OpRecord, base: np.ndarray, roles: np.ndarray,
         tile_lines: lines per interleaving step (default: by pattern, :data:`TILE_LINES`).
         want: ``want(offset, n)`` False skips the slice of requests offset..offset+n-1
             without building it (sampled mode).
+        gpu: order the requests as the GPU's thread blocks issue them
+            (:mod:`engine.workloads.gpu_order`) instead of the sequential tile/stream order.
     """
+    if gpu is not None:
+        yield from _expand_gpu(op, base, roles, max_lines, want, gpu)
+        return
     order = [i for i, a in enumerate(op.accesses) if not a.is_write] + \
             [i for i, a in enumerate(op.accesses) if a.is_write]
     accesses = [op.accesses[i] for i in order]

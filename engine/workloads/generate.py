@@ -12,19 +12,20 @@ attributes ``phase_names`` / ``role_names`` and the ``ops`` group), and the JSON
 the group attribute ``summary``.
 
 Sampled mode (``sample=F``) cuts the step's issued request stream -- every operator's
-requests before the cache, in issue (time) order -- into about ``windows`` windows and keeps
-a fraction F of them, evenly spaced from an offset drawn from ``seed`` (systematic sampling,
-deterministic for a seed), stratified by phase: each phase's requests get their share of the
-windows and at least one kept window, so a phase small in bytes (the optimizer) is never
-missed.  Only operators overlapping a kept window
-are expanded, and only the requests inside kept windows are written, at the arrival times
-they have in the full trace.  Before each kept window the cache is warmed with the requests
-just before it (``WARMUP_FACTOR`` times the cache's capacity in lines, filtered but not
-written), so the window sees the cache it would see in the full run.  Totals are
-extrapolated per phase and direction with a ratio estimator: the DRAM reads (writes) in the
-kept windows scaled by (lines read (written) by all operators) / (lines read (written) in
-the kept windows) -- the lines each operator issues are known exactly from the capture; the
-final write-back of the cache is added unscaled.
+requests before the cache, in issue (time) order -- into windows (as many as
+:func:`auto_windows` affords, up to 100,000; shorter windows lower the variance) stratified
+by phase and
+operator class and keeps a fraction F of each stratum's windows (at least ten) by systematic
+sampling from a start drawn from ``seed`` (:mod:`engine.workloads.sampling`).  Only operators
+overlapping a kept window are expanded, and only the requests inside kept windows are
+written, at the arrival times they have in the full trace.  Before each kept window the
+cache is warmed with the requests just before it (``WARMUP_FACTOR`` times the cache's
+capacity in lines, filtered but not written), so the window sees the cache it would see in
+the full run.  Per-phase totals are estimated stratum by stratum (ratio of DRAM requests to
+issued lines in the kept windows, times the stratum's issued lines, known exactly from the
+capture) with a 95 % interval from the spread between windows; the final write-back of the
+cache is added unscaled; the optimizer phase is never reported below its floor (parameters x
+dtype bytes x 4 read, x 3 written).
 """
 from __future__ import annotations
 
@@ -64,11 +65,20 @@ class TraceSpec:
     overrides: dict[str, Any] = field(default_factory=dict)
     dtype: str = "float32"
     sample: float | None = None              # fraction of operators expanded (None: all)
-    windows: int = 4000                      # sampled mode: windows the stream is cut into
+    windows: int | None = None               # sampled mode: windows the stream is cut into
+                                             # (None: auto_windows)
     seed: int = 0
     cache_bytes: int = 40 * 1024 * 1024      # on-chip cache in front of DRAM (0: none)
     cache_ways: int = 16
+    cache_line_bytes: int = 128              # 128 B lines of 32 B sectors (A100); 64: plain
     memory: str = DEFAULT_MEMORY             # memory config: clock and capacity
+    pages: str = "random"                    # "random" 2 MiB frames (seeded) or "identity"
+    placement_seed: int = 0                  # seed of the frame permutation
+    fold_addresses: bool = False             # fold a footprint larger than the memory
+    address_hash: str = "gpu"                # "gpu" XOR channel/bank hash, or "none"
+    order: str = "gpu"                       # "gpu" thread-block order, or "sequential"
+    optimizer: str = "foreach"               # AdamW kernels: "foreach" (PyTorch's CUDA
+                                             # default) or "single" (one kernel per tensor)
     chunk: int = 1 << 20                     # requests written per HDF5 append
     compression: str | None = "lzf"          # HDF5 filter: "lzf" (fast), "gzip" or None
 
@@ -77,13 +87,48 @@ class TraceSpec:
             raise DiffMemError(f"dtype {self.dtype!r}: expected one of {', '.join(DTYPES)}")
         if self.sample is not None and not 0.0 < self.sample <= 1.0:
             raise DiffMemError(f"sample fraction {self.sample}: expected a number in (0, 1]")
-        if self.windows <= 0:
+        if self.windows is not None and self.windows <= 0:
             raise DiffMemError(f"sampling windows {self.windows}: expected a positive count")
         if self.compression not in ("lzf", "gzip", None):
             raise DiffMemError(f"compression {self.compression!r}: expected 'lzf', 'gzip' "
                                "or None")
         if self.cache_bytes < 0:
             raise DiffMemError(f"cache size {self.cache_bytes}: expected >= 0 bytes")
+        if self.optimizer not in ("foreach", "single"):
+            raise DiffMemError(f"optimizer {self.optimizer!r}: expected 'foreach' or "
+                               "'single'")
+        if self.order not in ("gpu", "sequential"):
+            raise DiffMemError(f"order {self.order!r}: expected 'gpu' or 'sequential'")
+        if self.pages not in ("random", "identity"):
+            raise DiffMemError(f"pages {self.pages!r}: expected 'random' or 'identity'")
+        if self.address_hash not in ("gpu", "none"):
+            raise DiffMemError(f"address hash {self.address_hash!r}: expected 'gpu' or "
+                               "'none'")
+
+
+#: auto_windows: at most this many windows (shorter windows: less variance, until the
+#: cache warm-up before each one, not the window, dominates the cost)
+MAX_WINDOWS = 100_000
+#: auto_windows: the warm-up may cost up to this many times the kept requests, or this many
+#: lines, whichever is more
+WARMUP_BUDGET_FACTOR = 4
+WARMUP_BUDGET_LINES = 50_000_000
+
+
+def auto_windows(stream_lines: int, sample: float, cache_lines: int) -> int:
+    """Windows to cut a stream into: as many as possible (up to ``MAX_WINDOWS``) while the
+    cache warm-up -- ``WARMUP_FACTOR`` x the cache before each kept window, or the whole gap
+    to the previous window when that is shorter -- stays within a budget of
+    ``WARMUP_BUDGET_FACTOR`` x the kept lines or ``WARMUP_BUDGET_LINES``.  On a small step
+    the gaps are shorter than the warm-up, the cache sees the whole stream, and windows
+    are cheap; on a large one each kept window costs a full warm-up."""
+    kept = max(1.0, stream_lines * sample)
+    budget = max(WARMUP_BUDGET_FACTOR * kept, WARMUP_BUDGET_LINES)
+    k = sample * MAX_WINDOWS
+    warm = min(k * WARMUP_FACTOR * cache_lines, stream_lines)
+    if warm > budget and cache_lines > 0:
+        k = budget / (WARMUP_FACTOR * cache_lines)
+    return int(max(1, round(k / sample)))
 
 
 def select_windows(n_windows: int, sample: float | None, seed: int) -> np.ndarray:
@@ -107,37 +152,11 @@ def _intervals_mask(g0: int, n: int, starts: np.ndarray, ends: np.ndarray) -> np
 
 def _kept_intervals(lines_per_op: np.ndarray, phase_of: np.ndarray, windows: int,
                     sample: float | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Kept [lo, hi) intervals of the issued stream, sorted, disjoint; stratified by phase.
-
-    Each phase's requests (its operators' stretches of the stream, joined) are cut into
-    windows -- the phase's share of ``windows``, at least one -- and kept by
-    :func:`select_windows`; a window spanning several operators maps to several intervals.
-    """
-    starts = np.concatenate([[0], np.cumsum(lines_per_op)])
-    total = int(starts[-1])
-    lo_parts, hi_parts = [], []
-    for k, p in enumerate(np.unique(phase_of)):
-        ops = np.flatnonzero((phase_of == p) & (lines_per_op > 0))
-        if not ops.shape[0]:
-            continue
-        sub = np.concatenate([[0], np.cumsum(lines_per_op[ops])])     # phase coordinates
-        n_sub = int(sub[-1])
-        n_win = max(1, int(round(windows * n_sub / max(total, 1))))
-        wlen = -(-n_sub // n_win)
-        kept = select_windows(-(-n_sub // wlen), sample, seed + 7919 * k)
-        for a, b in zip(kept * wlen, np.minimum((kept + 1) * wlen, n_sub)):
-            i0 = int(np.searchsorted(sub, a, side="right")) - 1
-            i1 = int(np.searchsorted(sub, b, side="left"))
-            for i in range(i0, i1):
-                lo = max(int(a), int(sub[i]))
-                hi = min(int(b), int(sub[i + 1]))
-                if hi > lo:
-                    g = int(starts[ops[i]]) - int(sub[i])
-                    lo_parts.append(lo + g)
-                    hi_parts.append(hi + g)
-    order = np.argsort(lo_parts, kind="stable")
-    lo_arr = np.array(lo_parts, np.int64)[order]
-    hi_arr = np.array(hi_parts, np.int64)[order]
+    """Kept [lo, hi) intervals of the issued stream, sorted, disjoint, touching ones merged;
+    stratified by the labels ``phase_of`` (:func:`engine.workloads.sampling.kept_windows`)."""
+    from engine.workloads.sampling import kept_windows
+    w = kept_windows(lines_per_op, phase_of, windows, 1.0 if sample is None else sample, seed)
+    lo_arr, hi_arr = w.lo, w.hi
     if lo_arr.shape[0] > 1:                      # merge touching intervals
         new = np.concatenate([[True], lo_arr[1:] > hi_arr[:-1]])
         hi_arr = np.maximum.reduceat(hi_arr, np.flatnonzero(new))
@@ -203,8 +222,8 @@ class _Writer:
 class _Stats:
     """Running counts for the summary."""
 
-    def __init__(self, row_bytes: int) -> None:
-        from engine.workloads.capture import PHASES, ROLES
+    def __init__(self, row_bytes: int, mem: Any = None) -> None:
+        from engine.workloads.capture import PATTERNS, PHASES, ROLES
         self.shape = (len(PHASES), len(ROLES), 2)
         self.dram = np.zeros(self.shape, np.int64)        # requests by phase, role, write
         self.flushed = np.zeros(self.shape, np.int64)     # of which the final cache flush
@@ -215,6 +234,44 @@ class _Stats:
         self.row_bytes = row_bytes
         self.first_cycle: int | None = None
         self.last_cycle: int | None = None
+        # in-order open-page row hits per bank, by phase and operator class (see add)
+        self.mem = mem
+        self.open_hits = np.zeros((len(PHASES), len(PATTERNS) + 1), np.int64)
+        self.open_reqs = np.zeros((len(PHASES), len(PATTERNS) + 1), np.int64)
+        self.open_row: dict[int, int] = {}
+
+    def add_open_page(self, addr: np.ndarray, phase: np.ndarray, cls: np.ndarray) -> None:
+        """Count requests that find their row open in their bank if every bank keeps its
+        last row open and requests are served in trace order (no reordering): the trace's
+        own row locality under the memory's address mapping, before any scheduler."""
+        if self.mem is None or not addr.shape[0]:
+            return
+        pos, w, sh = self.mem.field_positions, self.mem.field_widths, self.mem.shift_bits
+        a = addr.astype(np.int64) >> sh
+        bank = np.zeros_like(a)
+        for f in ("ch", "ra", "bg", "ba"):
+            bank = (bank << w[f]) | ((a >> pos[f]) & ((1 << w[f]) - 1))
+        row = (a >> pos["ro"]) & ((1 << w["ro"]) - 1)
+        order = np.argsort(bank, kind="stable")
+        b, r = bank[order], row[order]
+        prev = np.empty_like(r)
+        prev[1:] = r[:-1]
+        first = np.ones(b.shape[0], np.bool_)
+        first[1:] = b[1:] != b[:-1]
+        carry = np.array([self.open_row.get(int(x), -1) for x in b[first]], np.int64)
+        prev[first] = carry
+        hit_sorted = prev == r
+        last = np.ones(b.shape[0], np.bool_)
+        last[:-1] = b[1:] != b[:-1]
+        for bk, rw in zip(b[last].tolist(), r[last].tolist()):
+            self.open_row[bk] = rw
+        hit = np.empty_like(hit_sorted)
+        hit[order] = hit_sorted
+        idx = phase.astype(np.int64) * self.open_hits.shape[1] + cls
+        self.open_hits += np.bincount(idx[hit], minlength=self.open_hits.size).reshape(
+            self.open_hits.shape)
+        self.open_reqs += np.bincount(idx, minlength=self.open_reqs.size).reshape(
+            self.open_reqs.shape)
 
     def add(self, addr: np.ndarray, is_write: np.ndarray, phase: np.ndarray, role: np.ndarray,
             cycle: np.ndarray, flush: bool = False) -> None:
@@ -268,8 +325,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     from engine.workloads import registry
     from engine.workloads.allocator import place
     from engine.workloads.cache import CacheFilter
-    from engine.workloads.capture import PHASES, ROLES, capture_step
+    from engine.workloads.capture import PATTERNS, PHASE_ID, PHASES, ROLES, capture_step
     from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
+    from engine.workloads.gpu_order import GpuModel
+    from engine.workloads.placement import GpuAddressHash, page_table
+    from engine.workloads.sampling import kept_windows
     from engine.workloads.timing import Accelerator, schedule
 
     spec.check()
@@ -284,7 +344,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                                             resolution=spec.resolution, size=spec.size,
                                             overrides=spec.overrides, dtype=dtype)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, foreach=False)
+    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01,
+                            foreach=spec.optimizer == "foreach")
     cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
     placement = place(cap)
     roles = np.array([s.role for s in cap.storages], np.uint8)
@@ -297,12 +358,20 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     op_start = np.concatenate([[0], np.cumsum(issued.sum(axis=1))])    # stream position
     stream_total = int(op_start[-1])
     sampled = spec.sample is not None and spec.sample < 1.0
+    pattern_of = np.array([op.pattern for op in cap.ops], np.int64)
+    stratum_of = phase_of * len(PATTERNS) + pattern_of
     if sampled:
-        keep_lo, keep_hi = _kept_intervals(issued.sum(axis=1), phase_of, spec.windows,
-                                           spec.sample, spec.seed)
+        n_windows = spec.windows or auto_windows(stream_total, spec.sample,
+                                                 spec.cache_bytes // LINE_BYTES)
+        win = kept_windows(issued.sum(axis=1), stratum_of, n_windows, spec.sample,
+                           spec.seed)
+        keep_lo, keep_hi = win.lo, win.hi
         budget = WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES
         warm_lo = np.maximum(np.concatenate([[0], keep_hi[:-1]]), keep_lo - budget)
         warm_lo, warm_hi = warm_lo[warm_lo < keep_lo], keep_lo[warm_lo < keep_lo]
+        n_win = int(win.stratum.shape[0])
+        win_x = np.zeros((n_win, 2), np.int64)       # issued lines per kept window, r/w
+        win_y = np.zeros((n_win, 2), np.int64)       # DRAM requests per kept window, r/w
     else:
         keep_lo = np.zeros(1, np.int64)
         keep_hi = np.full(1, stream_total, np.int64)
@@ -320,13 +389,22 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     kept_issued = np.zeros((len(PHASES), 2), np.int64)     # lines issued in kept windows
 
     capacity = int(mem.capacity_bytes)
-    folded = placement.peak_bytes > capacity
+    pages = page_table(placement.peak_bytes, capacity, spec.placement_seed,
+                       fold=spec.fold_addresses, identity=spec.pages == "identity",
+                       memory_name=f"{mem.name}")
+    folded = pages.folded
     if folded:
-        log.warning("footprint %.3g GB exceeds the %s capacity %.3g GB: addresses are folded "
-                    "modulo the capacity", placement.peak_bytes / 1e9, mem.name, capacity / 1e9)
+        log.warning("footprint %.3g GB exceeds the %s capacity %.3g GB: pages folded into "
+                    "the capacity (--fold-addresses)", placement.peak_bytes / 1e9, mem.name,
+                    capacity / 1e9)
+    addr_hash = GpuAddressHash(mem) if spec.address_hash == "gpu" else None
+    gpu = GpuModel() if spec.order == "gpu" else None
     row_bytes = int(mem.columns_eff * mem.bus_width // 8)
-    cache = CacheFilter(spec.cache_bytes, spec.cache_ways)
-    stats = _Stats(row_bytes)
+    cache = CacheFilter(spec.cache_bytes, spec.cache_ways, spec.cache_line_bytes)
+    l2_access = np.zeros(len(PHASES), np.int64)
+    l2_hit = np.zeros(len(PHASES), np.int64)
+    stats = _Stats(row_bytes, mem)
+    pattern_by_op = np.array([op.pattern for op in cap.ops] + [len(PATTERNS)], np.int64)
     dram_per_op = np.zeros(len(cap.ops), np.int64)
     tck = float(mem.tCK)
     writer = _Writer(out_path, spec.compression)
@@ -336,10 +414,14 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     def emit(f: Any, cycles: np.ndarray, flush: bool = False) -> None:
         nonlocal buffered
         addr = f.lines.astype(np.uint64) * np.uint64(LINE_BYTES)
-        if folded:
+        if folded and pages.identity:
             addr %= np.uint64(capacity)
+        if addr_hash is not None:
+            addr = addr_hash.apply(addr)
         n = addr.shape[0]
         stats.add(addr, f.is_write, f.phase, f.role, cycles, flush)
+        stats.add_open_page(addr, f.phase, np.full(n, len(PATTERNS), np.int64) if flush
+                            else pattern_by_op[f.op.astype(np.int64)])
         buf.append({"addr": addr, "cycle": cycles.astype(np.uint64),
                     "is_write": f.is_write.view(np.uint8), "stream": np.zeros(n, np.uint16),
                     "phase": f.phase, "op": f.op, "role": f.role})
@@ -368,27 +450,40 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                 a, b = g_op + offset, g_op + offset + n
                 return overlaps(keep_lo, keep_hi, a, b) or overlaps(warm_lo, warm_hi, a, b)
 
-            for part in expand_op(op, placement.base, roles, want=want if sampled else None):
+            for part in expand_op(op, placement.base, roles, want=want if sampled else None,
+                                  gpu=gpu):
+                part.lines = pages.translate(part.lines, LINE_BYTES)
                 n = part.lines.shape[0]
                 done = part.offset
                 g0 = g_op + done
                 if sampled:
-                    keep = _intervals_mask(g0, n, keep_lo, keep_hi)
+                    where = win.interval_of(np.arange(g0, g0 + n, dtype=np.int64))
+                    keep = where >= 0
                     feed = keep | _intervals_mask(g0, n, warm_lo, warm_hi)
                     idx = np.flatnonzero(feed)
                     f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
                                      op.phase, op.index)
+                    kept_in = keep[idx]
+                    l2_access[op.phase] += int(kept_in.sum())
+                    l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome[kept_in] == 1))
                     f = f[keep[idx[f.source]]]
                     f.source = idx[f.source]
                     kept_issued[op.phase] += np.bincount(part.is_write[keep].view(np.uint8),
                                                          minlength=2)
+                    wk = win.window[where[keep]]
+                    np.add.at(win_x, (wk, part.is_write[keep].view(np.uint8)), 1)
+                    wy = win.window[where[f.source]]
+                    np.add.at(win_y, (wy, f.is_write.view(np.uint8)), 1)
                 else:
                     f = cache.filter(part.lines, part.is_write, part.role, op.phase, op.index)
+                    l2_access[op.phase] += n
+                    l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome == 1))
                 pos = (f.source + done).astype(np.float64)
                 t = start_ns[op.index] + dur_ns[op.index] * (pos + 0.5) / max(total, 1)
                 emit(f, np.floor(t / tck).astype(np.int64))
                 np.add.at(dram_per_op, f.op, 1)
         f = cache.flush(int(phase_of[-1]) if n_ops else 0, max(n_ops - 1, 0))
+        flush_requests = int(f.lines.shape[0])
         if f.lines.shape[0]:
             end = start_ns[-1] + dur_ns[-1] if n_ops else 0.0
             emit(f, np.full(f.lines.shape[0], int(np.floor(end / tck)), np.int64), flush=True)
@@ -400,6 +495,14 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         issued_by_phase = np.zeros((len(PHASES), 2), np.int64)      # [phase, read/write]
         np.add.at(issued_by_phase, phase_of, issued)
         sampled_by_phase = kept_issued if sampled else issued_by_phase
+        item = int(torch.empty(0, dtype=dtype).element_size())
+        floor = np.zeros((len(PHASES), 2), np.float64)
+        floor[PHASE_ID["optimizer"]] = (max(0.0, 4.0 * item * cap.parameters - spec.cache_bytes),
+                                        3.0 * item * cap.parameters)
+        from engine.workloads.compute import UTILISATION_BAND
+        compute_ns = {str(u): float(schedule(cap.ops, acc, u)[1].sum())
+                      for u in UTILISATION_BAND}
+        floor_step = _analytic_floor(cap, item)
         summary: dict[str, Any] = {
             "workload": spec.workload, "description": wl.description,
             "model_config": _jsonable(cfg), "batch": spec.batch, "dtype": spec.dtype,
@@ -408,11 +511,14 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "operators_warming": int(warming.sum()),
             "stream_lines": stream_total,
             "stream_lines_kept": int(sampled_by_phase.sum()),
-            "sample": spec.sample, "windows": spec.windows, "seed": spec.seed,
+            "sample": spec.sample,
+            "windows": (n_windows if sampled else None), "seed": spec.seed,
             "memory": mem.name, "tck_ns": tck, "cache_bytes": spec.cache_bytes,
             "accelerator": asdict(acc),
             "flops": cap.phase_flops(),
             "step_time_ns": float(start_ns[-1] + dur_ns[-1]) if n_ops else 0.0,
+            "compute_time_ns_by_utilisation": compute_ns,
+            "compute_model": acc.describe(),
             "requests": stats.requests,
             "reads": int(stats.dram[..., 0].sum()), "writes": int(stats.dram[..., 1].sum()),
             "first_cycle": stats.first_cycle, "last_cycle": stats.last_cycle,
@@ -420,13 +526,37 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "issued_bytes_all_ops": {p: {"read": int(issued_by_phase[i, 0]) * LINE_BYTES,
                                          "write": int(issued_by_phase[i, 1]) * LINE_BYTES}
                                      for i, p in enumerate(PHASES)},
+            "cache_line_bytes": spec.cache_line_bytes,
+            "l2_hit_rate": {p: (float(l2_hit[i] / l2_access[i]) if l2_access[i] else None)
+                            for i, p in enumerate(PHASES)},
+            "l2_hit_rate_all": (float(l2_hit.sum() / l2_access.sum())
+                                if l2_access.sum() else None),
+            "flush_requests": flush_requests,
+            "flush_order": "lru",
+            "floor_bytes_by_phase": {p: {"read": float(floor[i, 0]), "write": float(floor[i, 1])}
+                                     for i, p in enumerate(PHASES) if floor[i].any()},
+            "floor_rule": "optimizer (AdamW): every parameter, gradient and both moments read "
+                          "once (4 x dtype bytes per parameter, less what the L2 can hold at "
+                          "the start) and parameter and moments written once (3 x dtype "
+                          "bytes; the end-of-step write-back counts here)",
+            "analytic_floor_bytes": floor_step,
             "footprint_bytes": placement.peak_bytes,
             "persistent_bytes": placement.persistent_bytes,
             "addresses_folded": folded, "capacity_bytes": capacity,
+            "placement": {"pages": spec.pages, "page_bytes": pages.page_bytes,
+                          "pages_used": int(pages.frames.shape[0]),
+                          "placement_seed": spec.placement_seed,
+                          "fold_addresses": spec.fold_addresses,
+                          "address_hash": spec.address_hash,
+                          "hash_memory": mem.name if addr_hash is not None else None},
+            "order": spec.order,
+            "optimizer": spec.optimizer,
+            "gpu_model": asdict(gpu) if gpu is not None else None,
             "mean_sequential_run": (stats.requests / max(1, stats.requests - stats.sequential)
                                     if stats.requests else 0.0),
             "row_bytes": row_bytes,
             "row_locality": stats.same_row / max(1, stats.requests - 1),
+            "open_page_hit_rate": _open_page_table(stats),
         }
         if sampled:
             scale = np.where(sampled_by_phase > 0,
@@ -439,8 +569,26 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                         v[d] += flushed[key][k][d]
             est["read"] += flushed["read"]
             est["write"] += flushed["write"]
-            summary["extrapolated"] = {"dram_bytes": est,
-                                       "requests": (est["read"] + est["write"]) / LINE_BYTES}
+            strat = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
+                                stats.flushed.sum(axis=1), floor)
+            for i, p in enumerate(PHASES):
+                for j, d in enumerate(("read", "write")):
+                    est["by_phase"][p][d] = float(strat["bytes"][i, j])
+            est["read"] = float(strat["bytes"][:, 0].sum())
+            est["write"] = float(strat["bytes"][:, 1].sum())
+            summary["extrapolated"] = {
+                "dram_bytes": est,
+                "requests": (est["read"] + est["write"]) / LINE_BYTES,
+                "estimator": "stratified by phase x operator class, systematic windows, "
+                             "ratio to issued lines; by_role scaled per phase (approximate)",
+                "ci95_by_phase": {p: {d: [float(strat["lo"][i, j]), float(strat["hi"][i, j])]
+                                      for j, d in enumerate(("read", "write"))}
+                                  for i, p in enumerate(PHASES)},
+                "relative_se_by_phase": {p: {d: float(strat["rse"][i, j])
+                                             for j, d in enumerate(("read", "write"))}
+                                         for i, p in enumerate(PHASES)},
+                "floored": strat["floored"],
+                "strata": strat["strata"]}
         writer.finish(
             {"phase_names": json.dumps(list(PHASES)), "role_names": json.dumps(list(ROLES)),
              "summary": json.dumps(summary, default=json_default)},
@@ -453,6 +601,82 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         raise
     log.debug("wrote %d requests to %s", stats.requests, out_path)
     return summary
+
+
+def _open_page_table(stats: Any) -> dict[str, Any]:
+    """In-order open-page row-hit rate (see ``_Stats.add_open_page``): overall, by phase
+    and by operator class (the end-of-step write-back as class ``flush``)."""
+    from engine.workloads.capture import PATTERNS, PHASES
+    h, n = stats.open_hits, stats.open_reqs
+    rate = (lambda a, b: float(a / b) if b else None)
+    classes = list(PATTERNS) + ["flush"]
+    return {"all": rate(h.sum(), n.sum()),
+            "by_phase": {p: rate(h[i].sum(), n[i].sum()) for i, p in enumerate(PHASES)},
+            "by_class": {c: rate(h[:, j].sum(), n[:, j].sum()) for j, c in enumerate(classes)}}
+
+
+def _analytic_floor(cap: Any, item: int) -> dict[str, float]:
+    """The least DRAM traffic a training step can have, from the capture alone: AdamW reads
+    parameter, gradient and both moments and writes parameter and moments once (7 x dtype
+    bytes per parameter: 28 B in fp32); the forward reads every weight once; every
+    activation saved for the backward pass (a forward tensor the backward reads) is written
+    once and read once.  Everything else (temporaries, re-reads, gradients of activations)
+    could in principle stay on chip, so real steps move more."""
+    from engine.workloads.capture import PHASE_ID, ROLE_ID
+    fwd = (PHASE_ID["forward"], PHASE_ID["attention"])
+    phase_of = [op.phase for op in cap.ops]
+    saved = sum(s.nbytes for s in cap.storages
+                if s.role == ROLE_ID["activation"] and not s.persistent and s.first_op >= 0
+                and phase_of[s.first_op] in fwd and phase_of[s.last_op] == PHASE_ID["backward"])
+    weights = sum(s.nbytes for s in cap.storages if s.role == ROLE_ID["weight"])
+    opt = 7.0 * item * cap.parameters
+    return {"optimizer": opt, "weight_reads": float(weights),
+            "saved_activations_write_read": 2.0 * saved, "total": opt + weights + 2.0 * saved}
+
+
+def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarray,
+                stratum_of: np.ndarray, n_patterns: int, flushed_by_phase: np.ndarray,
+                floor: np.ndarray) -> dict[str, Any]:
+    """Per-phase DRAM bytes from the kept windows (:mod:`engine.workloads.sampling`): point
+    estimate, 95 % interval, relative standard error; the end-of-step write-back
+    (``flushed_by_phase`` [phase, r/w] requests, simulated whole) is added unscaled; a
+    phase's estimate is never reported below its ``floor`` (bytes; flagged ``floored``)."""
+    from engine.workloads.capture import PATTERNS, PHASES
+    from engine.workloads.sampling import Z95, stratum_estimate
+
+    n_ph = len(PHASES)
+    est = np.zeros((n_ph, 2))
+    var = np.zeros((n_ph, 2))
+    strata_out = []
+    for k, s in enumerate(np.unique(stratum_of)):
+        ph = int(s) // n_patterns
+        ids = np.flatnonzero(win.stratum == k)
+        row = {"phase": PHASES[ph], "class": PATTERNS[int(s) % n_patterns],
+               "windows": int(win.n_windows[k]), "kept": int(win.n_kept[k])}
+        for d in (0, 1):
+            x_total = float(issued[stratum_of == s, d].sum())
+            e, v = stratum_estimate(win_y[ids, d].astype(np.float64),
+                                    win_x[ids, d].astype(np.float64), x_total,
+                                    int(win.n_windows[k]))
+            est[ph, d] += e
+            var[ph, d] += v
+            row[("read", "write")[d] + "_bytes"] = e * 64.0
+        strata_out.append(row)
+    b = est * 64.0 + flushed_by_phase * 64.0
+    se = np.sqrt(var) * 64.0
+    lo, hi = b - Z95 * se, b + Z95 * se
+    floored = {}
+    for i, p in enumerate(PHASES):
+        for d, name in enumerate(("read", "write")):
+            if floor[i, d] > 0 and b[i, d] < floor[i, d]:
+                floored[f"{p}.{name}"] = {"estimate": float(b[i, d]),
+                                          "floor": float(floor[i, d])}
+    b = np.maximum(b, floor)
+    lo = np.maximum(np.maximum(lo, floor), 0.0)
+    hi = np.maximum(hi, b)
+    rse = np.where(b > 0, se / np.where(b > 0, b, 1.0), 0.0)
+    return {"bytes": b, "lo": lo, "hi": hi, "rse": rse, "floored": floored,
+            "strata": strata_out}
 
 
 def _jsonable(cfg: Any) -> dict[str, Any]:

@@ -29,6 +29,24 @@ def format_summary(s: dict[str, Any]) -> str:
                  f"{_gb(s['persistent_bytes'])})"
                  + (" -- addresses folded into the memory's capacity"
                     if s["addresses_folded"] else ""))
+    if s.get("l2_hit_rate_all") is not None:
+        parts = [f"{k} {100 * v:.1f} %" for k, v in s["l2_hit_rate"].items() if v is not None]
+        lines.append(f"  L2 hit rate    {100 * s['l2_hit_rate_all']:.1f} % "
+                     f"({s.get('cache_line_bytes', 64)} B lines; by phase: "
+                     + ", ".join(parts) + ")")
+    if "placement" in s:
+        pl = s["placement"]
+        lines.append(f"  placement      {pl['pages']} {pl['page_bytes'] // 2**20} MiB pages "
+                     f"(seed {pl['placement_seed']}), address hash {pl['address_hash']}, "
+                     f"request order {s.get('order', 'sequential')}"
+                     + (", addresses FOLDED (--fold-addresses)" if pl["fold_addresses"]
+                        and s["addresses_folded"] else ""))
+    op = s.get("open_page_hit_rate") or {}
+    if op.get("all") is not None:
+        parts = [f"{k} {100 * v:.1f} %" for k, v in op["by_phase"].items() if v is not None]
+        cls = [f"{k} {100 * v:.1f} %" for k, v in op["by_class"].items() if v is not None]
+        lines.append(f"  row hits       {100 * op['all']:.1f} % in trace order, open page "
+                     f"(by phase: {', '.join(parts)}; by class: {', '.join(cls)})")
     lines.append(f"  access pattern mean sequential run {s['mean_sequential_run']:.2f} lines, "
                  f"row locality {100 * s['row_locality']:.1f} % ({s['row_bytes']} B rows)")
     if "extrapolated" in s:

@@ -1,0 +1,377 @@
+"""GPU execution model of the request order within one operator.
+
+The set of lines an operator issues is the one :mod:`engine.workloads.expand` defines (every
+tensor's distinct 64-byte lines once: re-reads of a tile by other thread blocks are assumed to
+hit on chip, as before); this module decides the *order* in which a GPU running the
+operator's kernel would first touch them.  A kernel is a grid of thread blocks; the block
+scheduler keeps ``sms x blocks_per_sm`` of them resident at once (a *wave*) and their
+requests interleave at the memory controller.  Requests are ordered by the key
+
+    (kernel, wave, loop step, load index within the step, block slot in the wave, operand)
+
+so at each load step every resident block issues one load before any block issues the next:
+the controller sees the blocks' streams interleaved, not one tensor in address order.
+
+Patterns, and the library behaviour each follows (A100, PyTorch 2.x eager, cuBLAS/cuDNN):
+
+``mm``, ``addmm``, ``bmm``, ``baddbmm`` -- a tiled GEMM as cuBLAS/CUTLASS run it: output
+    tiles of ``BM x BN`` (128 x 128), one thread block each, launched with the M tile index
+    fastest (CUTLASS's identity swizzle); each block runs a k-loop of ``BK``-deep steps
+    (8 for fp32 SIMT SGEMM, 32 for 16-bit tensor-core kernels), reading at step ``s`` its A
+    tile (``BM`` rows x ``BK``) and its B tile (``BK`` x ``BN``), and writes its C tile after
+    the loop.  A line is issued by the first block (in launch order) that reads it; the bias
+    of ``addmm`` is read before the loop.  When the grid has fewer tiles than the GPU has
+    SMs and K is long, the k-range is split over blocks (split-K, as cuBLAS's heuristics do
+    for such shapes); the partial-sum workspace traffic is not modelled.
+``convolution`` -- cuDNN's implicit GEMM on NCHW tensors: GEMM M = N x P x Q output pixels,
+    N = output channels, K = C x R x S; an input line (16 consecutive pixels of one channel)
+    belongs to the A tile of the output pixels it feeds and the k-step of its channel; the
+    weight is the B operand, the output the C operand.
+``convolution_backward`` -- two implicit GEMMs in sequence, as cuDNN runs them: data gradient
+    (A = grad_out, B = weight, C = grad_input) then weight gradient (A = grad_out transposed,
+    B = input, C = grad_weight; K = N x P x Q, so split-K almost always applies).
+elementwise ops, norms, reductions, copies, the optimizer's per-parameter kernels -- PyTorch's
+    TensorIterator launch: blocks of 128 threads x 4 elements (``elementwise_block`` = 512
+    elements), 16 resident blocks per SM; every block loads its slice of each input, then
+    stores its slice of the output.  Inputs smaller than the output (broadcasts, reduction
+    results) are spread over the blocks in proportion.  (Reductions and norms in PyTorch use
+    other launch shapes -- a block per row or group -- which this model approximates by the
+    same block-slice order.)
+
+Attention runs as the models write it (two ``bmm`` around a materialised softmax: the
+"math" path; the models do not call ``scaled_dot_product_attention``, so no fused flash
+kernel is selected): its score matrices are ordinary GEMM outputs and elementwise operands
+here.  Operators of other kinds in the tiled class fall back to the elementwise order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.workloads.capture import Access, OpRecord
+
+ITEM = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4,
+        "bool": 1, "uint8": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """The block scheduler and tile shapes (defaults: A100 SXM, cuBLAS/PyTorch kernels)."""
+
+    sms: int = 108
+    gemm_blocks_per_sm: int = 2              # 128x128 tiles: registers allow two per SM
+    gemm_bm: int = 128
+    gemm_bn: int = 128
+    gemm_bk_fp32: int = 8                    # SIMT SGEMM k-step
+    gemm_bk_16bit: int = 32                  # tensor-core k-step (bf16/fp16)
+    elementwise_block: int = 512             # elements per block (128 threads x 4)
+    elementwise_blocks_per_sm: int = 16      # 2048 threads per SM / 128
+    split_k_min_steps: int = 32              # k-steps a split must keep at least
+    foreach_chunk: int = 65536               # multi_tensor_apply: elements per block
+    foreach_step: int = 2048                 # elements per loop step (512 threads x ILP 4)
+    foreach_blocks_per_launch: int = 320     # multi_tensor_apply's launch limit
+
+    def gemm_inflight(self) -> int:
+        return self.sms * self.gemm_blocks_per_sm
+
+    def elementwise_inflight(self) -> int:
+        return self.sms * self.elementwise_blocks_per_sm
+
+    def bk(self, dtype: str) -> int:
+        return self.gemm_bk_fp32 if ITEM.get(dtype, 4) >= 4 else self.gemm_bk_16bit
+
+
+def _coords(a: Access, lines: np.ndarray, base: int) -> np.ndarray:
+    """Tensor coordinates ([ndim, n]) of the first element of ``a`` in each line."""
+    item = ITEM.get(a.dtype, 4)
+    start = base + a.offset
+    e = np.maximum(lines * 64 - start, 0) // item
+    nd = len(a.shape)
+    out = np.zeros((nd, lines.shape[0]), np.int64)
+    stride = a.stride if len(a.stride) == nd else (0,) * nd
+    dims = sorted((d for d in range(nd) if a.shape[d] > 1 and stride[d] > 0),
+                  key=lambda d: -stride[d])
+    for d in dims:
+        c = np.minimum(e // stride[d], a.shape[d] - 1)
+        out[d] = c
+        e = e - c * stride[d]
+    return out
+
+
+@dataclass
+class _Gemm:
+    """One GEMM kernel's grid: batch x M x N x K with its tile shape."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    bm: int
+    bn: int
+    bk: int
+    inflight: int
+    split_min: int
+
+    def __post_init__(self) -> None:
+        self.tm = max(1, -(-self.m // self.bm))
+        self.tn = max(1, -(-self.n // self.bn))
+        ks = max(1, -(-self.k // self.bk))
+        tiles = self.batch * self.tm * self.tn
+        split = 1
+        if tiles < self.inflight // 2:
+            split = max(1, min(self.inflight // tiles, ks // self.split_min))
+        self.split = split
+        self.ks_per = -(-ks // split)
+
+    def _bid(self, b, split, tn, tm):
+        return ((b * self.split + split) * self.tn + tn) * self.tm + tm
+
+    def keys_a(self, b, m, k):
+        ks = k // self.bk
+        sp = np.minimum(ks // self.ks_per, self.split - 1)
+        bid = self._bid(b, sp, 0, m // self.bm)
+        return bid, ks - sp * self.ks_per, m % self.bm
+
+    def keys_b(self, b, k, n):
+        ks = k // self.bk
+        sp = np.minimum(ks // self.ks_per, self.split - 1)
+        bid = self._bid(b, sp, n // self.bn, 0)
+        return bid, ks - sp * self.ks_per, k % self.bk
+
+    def keys_c(self, b, m, n):
+        bid = self._bid(b, self.split - 1, n // self.bn, m // self.bm)
+        return bid, np.full_like(m, self.ks_per), m % self.bm
+
+
+def _gemm_plan(op: OpRecord, gpu: GpuModel):
+    """[(kernel, {access index: (role, coordinate function)})] or None when the operator is
+    not one of the GEMM kinds (see the module docstring)."""
+    short = op.name.split(".")[1] if "." in op.name else op.name
+    reads = [i for i, a in enumerate(op.accesses) if not a.is_write]
+    writes = [i for i, a in enumerate(op.accesses) if a.is_write]
+    acc = op.accesses
+    if not writes:
+        return None
+    dtype = acc[writes[0]].dtype
+    bk = gpu.bk(dtype)
+
+    def kernel(batch: int, m: int, n: int, k: int) -> _Gemm:
+        return _Gemm(batch, m, n, k, gpu.gemm_bm, gpu.gemm_bn, bk, gpu.gemm_inflight(),
+                     gpu.split_k_min_steps)
+
+    if short in ("mm", "addmm", "bmm", "baddbmm"):
+        c = acc[writes[0]]
+        nd = len(c.shape)
+        if nd not in (2, 3):
+            return None
+        m, n = c.shape[-2], c.shape[-1]
+        pair = None
+        for ia in reads:
+            for ib in reads:
+                A, B = acc[ia], acc[ib]
+                if (ia != ib and len(A.shape) == nd and len(B.shape) == nd
+                        and A.shape[-2] == m and B.shape[-1] == n
+                        and A.shape[-1] == B.shape[-2]):
+                    pair = (ia, ib)
+                    break
+            if pair:
+                break
+        if pair is None:
+            return None
+        ia, ib = pair
+        batch = c.shape[0] if nd == 3 else 1
+        g = kernel(batch, m, n, acc[ia].shape[-1])
+        b0 = (lambda x: x[0]) if nd == 3 else (lambda x: np.zeros_like(x[0]))
+        return [(g, {ia: ("a", lambda x: (b0(x), x[-2], x[-1])),
+                     ib: ("b", lambda x: (b0(x), x[-2], x[-1])),
+                     writes[0]: ("c", lambda x: (b0(x), x[-2], x[-1]))})]
+    if short == "convolution":
+        if len(reads) < 2 or len(acc[writes[0]].shape) != 4:
+            return None
+        x, w, y = acc[reads[0]], acc[reads[1]], acc[writes[0]]
+        if len(x.shape) != 4 or len(w.shape) != 4 or x.shape[0] != y.shape[0]:
+            return None
+        nb, cin, h, wd = x.shape
+        co, cg, r, s = w.shape
+        p, q = y.shape[2], y.shape[3]
+        g = kernel(1, nb * p * q, co, cg * r * s)
+        return [(g, {reads[0]: ("a", lambda c: (np.zeros_like(c[0]),
+                                                c[0] * p * q + (c[2] * p // h) * q + c[3] * q // wd,
+                                                (c[1] % cg) * r * s)),
+                     reads[1]: ("b", lambda c: (np.zeros_like(c[0]),
+                                                c[1] * r * s + c[2] * s + c[3], c[0])),
+                     writes[0]: ("c", lambda c: (np.zeros_like(c[0]),
+                                                 c[0] * p * q + c[2] * q + c[3], c[1]))})]
+    if short == "convolution_backward":
+        if len(reads) < 3:
+            return None
+        go, x, w = acc[reads[0]], acc[reads[1]], acc[reads[2]]
+        if not all(len(t.shape) == 4 for t in (go, x, w)):
+            return None
+        nb, cin, h, wd = x.shape
+        co, cg, r, s = w.shape
+        p, q = go.shape[2], go.shape[3]
+        four = [i for i in writes if len(acc[i].shape) == 4]
+        gi = gw = None
+        if len(four) >= 2:
+            gi, gw = four[0], four[1]
+        elif len(four) == 1:
+            if tuple(acc[four[0]].shape) == tuple(w.shape):
+                gw = four[0]
+            else:
+                gi = four[0]
+        plan = []
+        z = np.zeros_like
+        if gi is not None:
+            g0 = kernel(1, nb * h * wd, cin, co * r * s)
+            plan.append((g0, {
+                reads[0]: ("a", lambda c: (z(c[0]), c[0] * h * wd + (c[2] * h // p) * wd
+                                           + c[3] * wd // q, c[1] * r * s)),
+                reads[2]: ("b", lambda c: (z(c[0]), c[0] * r * s + c[2] * s + c[3],
+                                           c[1] % cg)),
+                gi: ("c", lambda c: (z(c[0]), c[0] * h * wd + c[2] * wd + c[3], c[1]))}))
+        if gw is not None:
+            g1 = kernel(1, co, cg * r * s, nb * p * q)
+            roles = {reads[1]: ("b", lambda c: (z(c[0]), c[0] * p * q + (c[2] * p // h) * q
+                                                + c[3] * q // wd, (c[1] % cg) * r * s)),
+                     gw: ("c", lambda c: (z(c[0]), c[0], c[1] * r * s + c[2] * s + c[3]))}
+            if gi is None:
+                roles[reads[0]] = ("a", lambda c: (z(c[0]), c[1], c[0] * p * q + c[2] * q
+                                                   + c[3]))
+            plan.append((g1, roles))
+        return plan or None
+    return None
+
+
+def gemm_order(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
+               gpu: GpuModel) -> list[np.ndarray] | None:
+    """Sort keys (a list for ``np.lexsort``, least significant first, for the concatenated
+    lines of ``per_access``) of a GEMM-kind operator, or None (not a GEMM kind)."""
+    plan = _gemm_plan(op, gpu)
+    if plan is None:
+        return None
+    n_total = sum(x.shape[0] for x in per_access)
+    kern = np.zeros(n_total, np.int64)
+    wave = np.zeros(n_total, np.int64)
+    step = np.zeros(n_total, np.int64)
+    load = np.zeros(n_total, np.int64)
+    slot = np.zeros(n_total, np.int64)
+    operand = np.zeros(n_total, np.int64)
+    offsets = np.concatenate([[0], np.cumsum([x.shape[0] for x in per_access])])
+    assigned = set()
+    last = len(plan) - 1
+    for ki, (g, roles) in enumerate(plan):
+        for ai, (role, fn) in roles.items():
+            if ai in assigned:
+                continue
+            assigned.add(ai)
+            lo, hi = int(offsets[ai]), int(offsets[ai + 1])
+            if hi <= lo:
+                continue
+            a = op.accesses[ai]
+            c = _coords(a, per_access[ai], int(base[a.storage]))
+            b, u, v = fn(c)
+            if role == "a":
+                bid, st, ld = g.keys_a(b, u, v)
+            elif role == "b":
+                bid, st, ld = g.keys_b(b, u, v)
+            else:
+                bid, st, ld = g.keys_c(b, u, v)
+            kern[lo:hi] = ki
+            wave[lo:hi] = bid // g.inflight
+            slot[lo:hi] = bid % g.inflight
+            step[lo:hi] = st
+            load[lo:hi] = ld
+            operand[lo:hi] = {"a": 0, "b": 1, "c": 2}[role]
+    for ai, a in enumerate(op.accesses):             # bias and the like
+        if ai in assigned:
+            continue
+        lo, hi = int(offsets[ai]), int(offsets[ai + 1])
+        if a.is_write:                               # after the last kernel
+            kern[lo:hi] = last + 1
+        else:                                        # before the first k-step
+            kern[lo:hi] = 0
+            step[lo:hi] = -1
+        operand[lo:hi] = 3
+    return [operand, slot, load, step, wave, kern]
+
+
+def elementwise_order(op: OpRecord, per_access: list[np.ndarray], gpu: GpuModel,
+                      block_elems: int | None = None,
+                      inflight: int | None = None) -> list[np.ndarray]:
+    """Sort keys of the block-slice order (see the module docstring)."""
+    block_elems = block_elems or gpu.elementwise_block
+    inflight = inflight or gpu.elementwise_inflight()
+    sizes = [x.shape[0] for x in per_access]
+    big = int(np.argmax(sizes)) if sizes else 0
+    item = ITEM.get(op.accesses[big].dtype, 4) if op.accesses else 4
+    lines_per_block = max(1, block_elems * item // 64)
+    nblocks = max(1, -(-max(sizes, default=1) // lines_per_block))
+    parts = {k: [] for k in ("wave", "write", "load", "slot", "acc")}
+    for ai, (a, n) in enumerate(zip(op.accesses, sizes)):
+        j = np.arange(n, dtype=np.int64)
+        blk = j * nblocks // max(n, 1)
+        first = -(-(blk * n) // nblocks)
+        parts["wave"].append(blk // inflight)
+        parts["slot"].append(blk % inflight)
+        parts["load"].append(j - first)
+        parts["write"].append(np.full(n, int(a.is_write), np.int64))
+        parts["acc"].append(np.full(n, ai, np.int64))
+    cat = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in parts.items()}
+    return [cat["acc"], cat["slot"], cat["load"], cat["write"], cat["wave"]]
+
+
+def foreach_order(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
+                  gpu: GpuModel) -> list[np.ndarray] | None:
+    """Sort keys of a ``_foreach_*`` kernel as PyTorch's multi_tensor_apply runs it: blocks
+    over (tensor, 65,536-element chunk) in list order, at most 320 per launch; each block
+    steps through its chunk 2,048 elements at a time (512 threads x 4), loading the chunk's
+    slice of every input list, then storing.  Tensor ``i`` of each list is found by position:
+    the accesses of one list follow each other in argument order, as many as the written
+    list has tensors.  None when the lists cannot be matched."""
+    writes = [i for i, a in enumerate(op.accesses) if a.is_write]
+    t = len(writes)
+    if t == 0:
+        return None
+    reads = [i for i, a in enumerate(op.accesses) if not a.is_write]
+    if len(reads) % t:
+        return None
+    tensor_of = {}
+    for pos, ai in enumerate(writes):
+        tensor_of[ai] = (pos, 0)
+    for pos, ai in enumerate(reads):
+        tensor_of[ai] = (pos % t, 1 + pos // t)
+    numel = [max(1, op.accesses[ai].nbytes // ITEM.get(op.accesses[ai].dtype, 4))
+             for ai in writes]
+    chunks = [-(-n // gpu.foreach_chunk) for n in numel]
+    first_block = np.concatenate([[0], np.cumsum(chunks)])
+    parts = {k: [] for k in ("wave", "step", "write", "slot", "list")}
+    for ai, a in enumerate(op.accesses):
+        i, lst = tensor_of[ai]
+        item = ITEM.get(a.dtype, 4)
+        lines = per_access[ai]
+        e = np.maximum(lines * 64 - (int(base[a.storage]) + a.offset), 0) // item
+        blk = first_block[i] + np.minimum(e // gpu.foreach_chunk, chunks[i] - 1)
+        parts["wave"].append(blk // gpu.foreach_blocks_per_launch)
+        parts["slot"].append(blk % gpu.foreach_blocks_per_launch)
+        parts["step"].append((e % gpu.foreach_chunk) // gpu.foreach_step)
+        parts["write"].append(np.full(lines.shape[0], int(a.is_write), np.int64))
+        parts["list"].append(np.full(lines.shape[0], lst, np.int64))
+    cat = {k: np.concatenate(v) for k, v in parts.items()}
+    return [cat["list"], cat["slot"], cat["write"], cat["step"], cat["wave"]]
+
+
+def order_op(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
+             gpu: GpuModel) -> np.ndarray:
+    """Permutation of the concatenated lines of ``per_access`` into GPU issue order."""
+    keys = None
+    if "._foreach_" in op.name:
+        keys = foreach_order(op, per_access, base, gpu)
+    else:
+        keys = gemm_order(op, per_access, base, gpu)
+    if keys is None:
+        keys = elementwise_order(op, per_access, gpu)
+    if not keys[0].shape[0]:
+        return np.zeros(0, np.int64)
+    return np.lexsort(keys)

@@ -640,6 +640,25 @@ class ScheduleResult:
         return self.edp * 1e-6
 
 
+def schedule_network_costs(net: Network, maps: Sequence[LayerMapping],
+                           fused: Sequence[tuple[str, str]], hw: GemminiHardware
+                           ) -> tuple[NetworkCosts, FusionGraph]:
+    """Costs of a discrete schedule (no gradients): ``maps`` one mapping per layer in the
+    network's order, ``fused`` its fused edges as (producer, consumer) names; returns the
+    network's costs and the fusion graph they were computed on."""
+    fg = FusionGraph.from_network(net)
+    index = {(net.layers[int(p)].name, net.layers[int(q)].name): k
+             for k, (p, q) in enumerate(zip(fg.prod, fg.cons))}
+    sigma = torch.zeros(len(fg.prod), dtype=DTYPE)
+    for e in fused:
+        if e in index:
+            sigma[index[e]] = 1.0
+    with torch.no_grad():
+        nc = network_costs(LayerBatch.from_network(net), MappingTensors.from_mappings(maps),
+                           hw, fg, sigma)
+    return nc, fg
+
+
 def evaluate_schedule(net: Network, sched: Schedule, hw: GemminiHardware) -> ScheduleResult:
     """Score a discrete schedule with the cost model (no gradients); checks validity."""
     missing = [layer.name for layer in net.layers if layer.name not in sched.mappings]
@@ -653,17 +672,7 @@ def evaluate_schedule(net: Network, sched: Schedule, hw: GemminiHardware) -> Sch
             m.check(layer)
         except MappingError as exc:
             problems.append(str(exc))
-    lb = LayerBatch.from_network(net)
-    mt = MappingTensors.from_mappings(maps)
-    fg = FusionGraph.from_network(net)
-    index = {(net.layers[int(p)].name, net.layers[int(q)].name): k
-             for k, (p, q) in enumerate(zip(fg.prod, fg.cons))}
-    sigma = torch.zeros(len(fg.prod), dtype=DTYPE)
-    for e in sched.fused:
-        if e in index:
-            sigma[index[e]] = 1.0
-    with torch.no_grad():
-        nc = network_costs(lb, mt, hw, fg, sigma)
+    nc, fg = schedule_network_costs(net, maps, sched.fused, hw)
     for i, (layer, m) in enumerate(zip(net.layers, maps)):
         problems += layer_problems(layer.name, m, nc.layer, i, hw)
     problems += fusion_problems(net, sched, nc.layer, hw, fg)

@@ -453,20 +453,11 @@ def model_parts(net: Any, sched: Any, hw: DramAwareHardware) -> list[dict[str, f
     """Per layer of a schedule, the DRAM term's parts before the refit scales (``time``:
     service cycles, ``background``, ``refresh``, ``data``, ``act`` in pJ, ``lines``) and
     ``cycles``, the layer's latency under ``hw``."""
-    from optimizer.costmodel import (DTYPE, FusionGraph, LayerBatch, MappingTensors,
-                                     network_costs)
+    from optimizer.costmodel import schedule_network_costs
     term = unscaled(hw.dram)
     maps = [sched.mappings[layer.name] for layer in net.layers]
-    fg = FusionGraph.from_network(net)
-    index = {(net.layers[int(p)].name, net.layers[int(q)].name): k
-             for k, (p, q) in enumerate(zip(fg.prod, fg.cons))}
-    sigma = torch.zeros(len(fg.prod), dtype=DTYPE)
-    for e in sched.fused:
-        if e in index:
-            sigma[index[e]] = 1.0
+    nc, _ = schedule_network_costs(net, maps, sched.fused, hw)
     with torch.no_grad():
-        nc = network_costs(LayerBatch.from_network(net), MappingTensors.from_mappings(maps),
-                           hw, fg, sigma)
         dp = dram_traffic(term, nc.layer, nc.dram_reads, nc.dram_writes)
         bg, ref = time_energy_pj(term, nc.cycles)
     return [{"time": float(dp.service_cycles[i]), "background": float(bg[i]),

@@ -35,6 +35,7 @@ from gui.optimizer_worker import (CosimRun, OptimizerJob, OptimizerOutcome, Opti
                                   start_cosimulation, start_optimization)
 from gui.plots.gantt import GanttChart
 from gui.plots.validation_scatter import ValidationScatter
+from gui.project_lists import preset_names, project_names
 
 #: Methods offered, as optimizer.methods.ALL_METHODS (not imported: that module imports torch).
 METHODS = ("fadiff", "ga", "bo", "random", "dosa")
@@ -72,14 +73,6 @@ def _hardware() -> list[str]:
         from optimizer.hardware import list_hardware     # no torch
         return list_hardware()
     except Exception:  # noqa: BLE001 - the view must open even if resources are missing
-        return []
-
-
-def _presets() -> list[str]:
-    try:
-        from engine.config import list_presets           # no numba kernels
-        return list_presets()
-    except Exception:  # noqa: BLE001
         return []
 
 
@@ -158,7 +151,7 @@ class OptimizerView(QWidget):
         self.cancel_button.setObjectName("cancelButton")
         self.cancel_button.clicked.connect(self.cancel)
 
-        self.memory_combo = self._combo("memoryCombo", _presets())
+        self.memory_combo = self._combo("memoryCombo", preset_names())
         self.memory_combo.setCurrentText("DDR4-3200")
         self.channels_combo = self._combo("channelsCombo", list(CHANNEL_CHOICES))
         self.channels_combo.setToolTip("Memory channels (\"preset\": as the preset has them)")
@@ -398,15 +391,10 @@ class OptimizerView(QWidget):
         current = combo.currentText()
         combo.blockSignals(True)
         combo.clear()
-        names: list[str] = []
-        if project is not None and not getattr(project, "closed", False):
-            try:
-                names = list(project.configs())
-            except Exception:  # noqa: BLE001 - a broken project offers only the presets
-                names = []
+        names = project_names(project, "configs")      # then the presets
         for n in names:
             combo.addItem(n, ("project", n))
-        for n in _presets():
+        for n in preset_names():
             if n not in names:
                 combo.addItem(n, ("preset", n))
         i = combo.findText(current)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormL
 
 from gui import plot_export
 from gui import units as U
+from gui.project_lists import preset_names, project_names
 from gui.run_data import KEY_FIGURES, RunRecord, key_figures, percent_difference, tck_ns
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,14 +45,6 @@ OVERLAY_COLOURS = ("#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole
 CONFIG_ROLE = Qt.ItemDataRole.UserRole      # ("project" | "preset" | "editor", name)
 EDITOR_ENTRY = "Edited in the configuration editor"
-
-
-def _preset_names() -> list[str]:
-    try:
-        from engine.config import list_presets
-        return list_presets()
-    except Exception:  # noqa: BLE001 - the view must open even if the engine is broken
-        return []
 
 
 def peak_bandwidth_GBps(cfg: Any) -> float:
@@ -468,18 +461,12 @@ class SimulationView(QWidget):
         current = combo.currentData(CONFIG_ROLE) if combo.count() else None
         combo.blockSignals(True)
         combo.clear()
-        names: list[str] = []
-        p = self._project if hasattr(self, "_project") else None
-        if p is not None and not getattr(p, "closed", False):
-            try:
-                names = list(p.configs())
-            except Exception:  # noqa: BLE001 - a broken project offers only the presets
-                names = []
+        names = project_names(getattr(self, "_project", None), "configs")   # then the presets
         for n in names:
             combo.addItem(n, ("project", n))
             combo.setItemData(combo.count() - 1, "stored in the project",
                               Qt.ItemDataRole.ToolTipRole)
-        for n in _preset_names():
+        for n in preset_names():
             if n not in names:
                 combo.addItem(n, ("preset", n))
         combo.addItem(EDITOR_ENTRY, ("editor", None))
@@ -736,12 +723,7 @@ class SimulationView(QWidget):
         p = self._project
         self.compare_list.blockSignals(True)
         self.compare_list.clear()
-        runs: list[str] = []
-        if p is not None and not getattr(p, "closed", False):
-            try:
-                runs = list(p.runs())
-            except Exception:  # noqa: BLE001 - a broken project offers nothing to compare
-                runs = []
+        runs = project_names(p, "runs")
         for rid in runs:
             item = QListWidgetItem(rid)
             item.setData(RUN_ID_ROLE, rid)

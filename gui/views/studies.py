@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormL
                                QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QSplitter,
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from gui.project_lists import preset_names
 from gui.studies_worker import TaskRun, start_task
 
 TRACE_COLUMNS = ("label", "path", "batch", "FLOPs", "kind")
@@ -45,14 +46,6 @@ TIMING_DEFAULT = "tRCD"
 #: Which parameter editor each study shows: "timing", "configs", "variants" or "" (none).
 PARAM_KIND = {"timing": "timing", "technology": "configs", "memshare": "configs",
               "architecture": "variants", "policy": "variants", "hotspots": "variants"}
-
-
-def _presets() -> list[str]:
-    try:
-        from engine.config import list_presets           # no numba kernels
-        return list_presets()
-    except Exception:  # noqa: BLE001 - the view must open even if resources are missing
-        return []
 
 
 def _studies() -> dict[str, Any]:
@@ -140,7 +133,7 @@ class StudiesView(QWidget):
 
         self.config_combo = QComboBox()
         self.config_combo.setObjectName("studyConfigCombo")
-        self.config_combo.addItems(_presets())
+        self.config_combo.addItems(preset_names())
         self.config_combo.setCurrentText("DDR4-3200")
         self.param_name_edit = QLineEdit(TIMING_DEFAULT)
         self.param_name_edit.setObjectName("paramNameEdit")

@@ -376,18 +376,41 @@ def cmd_study(args: argparse.Namespace) -> int:
 DEFAULT_CPU_SECONDS = 6.0      # optimize's default budget (process CPU seconds)
 
 
-def _budget(args: argparse.Namespace, default_evaluations: int,
-            default_seconds: float) -> Any:
+def _budget(args: argparse.Namespace) -> Any:
     """--evaluations (layer-mapping evaluations) / --cpu-seconds / --seconds; with none,
-    DEFAULT_CPU_SECONDS of CPU time or ``default_seconds`` of wall time, whichever comes first
-    (``default_evaluations`` is kept for callers' compatibility; evaluations are counted per
-    layer mapping, so a fixed count means very different searches on different networks)."""
+    DEFAULT_CPU_SECONDS of CPU time or the command's ``default_wall_s`` (set by
+    :func:`_add_budget_args`) of wall time, whichever comes first."""
     from optimizer.search import Budget
 
     cpu = getattr(args, "cpu_seconds", None)
     if args.evaluations is None and args.seconds is None and cpu is None:
-        return Budget(cpu_seconds=DEFAULT_CPU_SECONDS, seconds=default_seconds)
+        return Budget(cpu_seconds=DEFAULT_CPU_SECONDS, seconds=args.default_wall_s)
     return Budget(evaluations=args.evaluations, seconds=args.seconds, cpu_seconds=cpu)
+
+
+def _add_budget_args(p: argparse.ArgumentParser, per: str, default_wall_s: float) -> None:
+    """The search budget's flags (read by :func:`_budget`); ``per``: what one budget pays
+    for, as the help says it ("", " per run", " per iteration")."""
+    p.set_defaults(default_wall_s=default_wall_s)
+    p.add_argument("--evaluations", type=_positive_int, metavar="N",
+                   help=f"budget{per}: layer-mapping evaluations (one layer under one mapping; "
+                        f"default, with no other budget: {DEFAULT_CPU_SECONDS:g} CPU-s or "
+                        f"{default_wall_s:g} s, whichever first)")
+    p.add_argument("--seconds", type=_positive_float, metavar="T",
+                   help=f"budget{per}: wall-clock seconds (moves with the machine's load)")
+    p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
+                   help=f"budget{per}: process CPU seconds (search + refinement)")
+
+
+def _add_search_args(p: argparse.ArgumentParser) -> None:
+    """Flags optimize and compare share beside the budget: threads, refinement, batch."""
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="torch threads (default 1, so CPU seconds mean one core's work)")
+    p.add_argument("--no-refine", action="store_true",
+                   help="skip the exact refinement stage for every method: the search's "
+                        "result as it is")
+    p.add_argument("--batch", type=_positive_int, default=1, metavar="B",
+                   help="batch size: every layer's N times B (default 1)")
 
 
 def _torch_threads(args: argparse.Namespace) -> None:
@@ -446,7 +469,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
     _torch_threads(args)
     net = with_batch(load_network(args.network), args.batch)
-    result, space = optimize(net, args.hw, args.method, _budget(args, 5000, 60.0), args.seed,
+    result, space = optimize(net, args.hw, args.method, _budget(args), args.seed,
                              progress=progress, refine=not args.no_refine)
     data = schedule_json(result, space)
     data["batch"] = args.batch
@@ -516,7 +539,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     _torch_threads(args)
     methods = args.methods or list(METHODS)
-    comp = run_comparison(args.hw, args.networks, methods, _budget(args, 500, 20.0),
+    comp = run_comparison(args.hw, args.networks, methods, _budget(args),
                           args.seeds, on_run=on_run, refine=not args.no_refine,
                           batch=args.batch)
     print(format_table(comp))
@@ -541,7 +564,7 @@ def cmd_cosim(args: argparse.Namespace) -> int:
         budget = Budget(evaluations=args.evaluations, seconds=args.seconds,
                         cpu_seconds=args.cpu_seconds)
     else:
-        budget = _budget(args, 5000, 60.0)
+        budget = _budget(args)
 
     def optimize(network: Any, hardware: Any) -> Any:
         import time
@@ -808,19 +831,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="fadiff", choices=METHOD_CHOICES,
                    help="search method (default fadiff)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--evaluations", type=_positive_int, metavar="N",
-                   help="budget: layer-mapping evaluations (one layer under one mapping; "
-                        "default, with no other budget: 6 CPU-s or 60 s, whichever first)")
-    p.add_argument("--seconds", type=_positive_float, metavar="T",
-                   help="budget: wall-clock seconds (moves with the machine's load)")
-    p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
-                   help="budget: process CPU seconds (search + refinement)")
-    p.add_argument("--threads", type=_positive_int, metavar="N",
-                   help="torch threads (default 1, so CPU seconds mean one core's work)")
-    p.add_argument("--no-refine", action="store_true",
-                   help="skip the exact refinement stage: the search's result as it is")
-    p.add_argument("--batch", type=_positive_int, default=1, metavar="B",
-                   help="batch size: every layer's N times B (default 1)")
+    _add_budget_args(p, "", 60.0)
+    _add_search_args(p)
     p.add_argument("--out", required=True, metavar="SCHEDULE.json", help="schedule output")
     p.set_defaults(func=cmd_optimize)
 
@@ -853,19 +865,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=None, help="methods (default: every registered one)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S",
                    help="seeds per method and network (default 0)")
-    p.add_argument("--evaluations", type=_positive_int, metavar="N",
-                   help="budget per run: layer-mapping evaluations (default, with no other "
-                        "budget: 6 CPU-s or 20 s, whichever first)")
-    p.add_argument("--seconds", type=_positive_float, metavar="T",
-                   help="budget per run: wall-clock seconds")
-    p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
-                   help="budget per run: process CPU seconds (search + refinement)")
-    p.add_argument("--threads", type=_positive_int, metavar="N",
-                   help="torch threads (default 1)")
-    p.add_argument("--no-refine", action="store_true",
-                   help="no refinement stage for any method (raw search only)")
-    p.add_argument("--batch", type=_positive_int, default=1, metavar="B",
-                   help="batch size of the built-in networks (default 1)")
+    _add_budget_args(p, " per run", 20.0)
+    _add_search_args(p)
     p.add_argument("--out", metavar="TABLE.json", help="write the table as JSON")
     p.set_defaults(func=cmd_compare)
 
@@ -890,14 +891,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="fadiff", choices=METHOD_CHOICES,
                    help="search method (default fadiff)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--evaluations", type=_positive_int, metavar="N",
-                   help="optimiser budget per iteration (default 5000, or 60 s)")
-    p.add_argument("--seconds", type=_positive_float, metavar="T",
-                   help="optimiser budget per iteration, wall-clock seconds")
+    _add_budget_args(p, " per iteration", 60.0)
     p.add_argument("--acc-ghz", type=_positive_float, default=1.0, metavar="F",
                    help="accelerator clock in GHz (default 1.0)")
-    p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
-                   help="optimiser budget per iteration, CPU seconds of this process")
     p.add_argument("--validate", type=_positive_int, metavar="K",
                    help="score K diverse schedules with the model and the engine: Kendall "
                         "tau of EDP, DRAM time and energy ratios")

@@ -45,7 +45,10 @@ def test_optimizer_view_hosts_the_scatter(qtbot, tmp_path):
     from gui.views.optimizer import OptimizerView
     v = OptimizerView()
     qtbot.addWidget(v)
+    # no validation yet: the scatter leaves the panel's width to the Gantt and DRAM plots
+    assert v.validation_plot.isHidden()
     path = tmp_path / "cosim.json"
     path.write_text(json.dumps({"summary": {"validation": VALIDATION}}))
     v._load_validation(str(path))
     assert v.validation_plot.validation["schedules"] == 3
+    assert not v.validation_plot.isHidden()

@@ -93,6 +93,9 @@ class ValidationScatter(pg.PlotWidget):
             self.diagonal.setData([], [])
         self.setTitle(title(v) if v else "DRAM-term validation: run cosim --validate K, "
                       "then load its result file")
+        # an empty scatter would take a third of the panel's width from the Gantt chart and
+        # the co-simulation plots: it is shown only while it has a validation to draw
+        self.setHidden(not v)
 
     def load(self, path: str | Path | None) -> None:
         """Draw the validation of a cosim result file (None: nothing chosen, no change)."""

@@ -547,32 +547,19 @@ class MainWindow(QMainWindow):
             target = target.with_suffix(PROJECT_SUFFIX)
         if target.exists() and target.resolve() == Path(project.path).resolve():
             return self.save_project()
-        import os
-        import shutil
-        import tempfile
-
-        from projects.store import Project
         try:
-            project.h5.flush()
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
-                                       dir=target.parent)
-            os.close(fd)
-            try:
-                shutil.copyfile(project.h5.filename, tmp)
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)         # a new file: the user's usual mode
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            new = Project.open(target)
+            new, moved_out = project.save_as(target)
         except Exception as exc:  # noqa: BLE001 - shown; the open project stays open
             self._show_error(f"Cannot save the project as {target}: {exc}")
             return False
         self.close_project(ask=False)
         self._set_project(new)
         self._remember_recent(target)
+        if moved_out:
+            self.statusBar().showMessage(
+                f"Saved as {target}. Trace(s) {', '.join(moved_out)} stay where they are, "
+                f"outside the new project's folder: they are referred to by absolute path "
+                f"(opening this project again asks before reading them).", 15000)
         return True
 
     def close_project(self, *, ask: bool = True) -> bool:

@@ -11,12 +11,15 @@ No Qt here.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import re
 import secrets
 import shutil
+import sys
 from pathlib import Path
+from typing import Any
 
 import h5py
 
@@ -137,6 +140,62 @@ def describe_write_error(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror.lower()
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+# Reserving space before HDF5 writes (closes the gap between the free-space check and the
+# write: another program may fill the disk meanwhile, and a write failing inside HDF5 can crash
+# the process when any HDF5 file is closed afterwards).
+
+_FALLOC_KEEP_SIZE = 0x01
+_FALLOC_PUNCH_HOLE = 0x02
+_fallocate: Any = None        # libc's fallocate (Linux), False where there is none
+
+
+def _libc_fallocate() -> Any:
+    global _fallocate
+    if _fallocate is None:
+        _fallocate = False
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                libc = ctypes.CDLL(None, use_errno=True)
+                fn = getattr(libc, "fallocate64", None) or libc.fallocate
+                fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+                fn.restype = ctypes.c_int
+                _fallocate = fn
+    return _fallocate
+
+
+def reserve(fd: int, offset: int, length: int) -> bool:
+    """Allocate the disk blocks of ``[offset, offset + length)`` of the file open as ``fd``
+    without changing its size (Linux ``fallocate(FALLOC_FL_KEEP_SIZE)``), so that writes into
+    that range cannot meet a full disk.  Raises OSError (ENOSPC) when the disk has not that
+    much room; returns False where the OS or file system cannot reserve (the caller then
+    relies on the free-space check alone)."""
+    fn = _libc_fallocate()
+    if not fn or length <= 0:
+        return False
+    if fn(fd, _FALLOC_KEEP_SIZE, max(0, int(offset)), int(length)) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV, errno.ESPIPE,
+               getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)):
+        return False
+    raise OSError(err, os.strerror(err))
+
+
+def release(fd: int, end: int) -> None:
+    """Give back the reserved blocks beyond the file's end, up to ``end`` (best effort)."""
+    fn = _libc_fallocate()
+    if not fn:
+        return
+    with contextlib.suppress(OSError):
+        size = os.fstat(fd).st_size
+        if end > size:
+            # truncating to the same size drops the blocks allocated beyond the end (ext4,
+            # tmpfs, xfs); punching a hole there is the fallback
+            os.ftruncate(fd, size)
+            if os.fstat(fd).st_blocks * 512 > size + (1 << 20):
+                fn(fd, _FALLOC_PUNCH_HOLE | _FALLOC_KEEP_SIZE, size, end - size)
 
 
 def close_h5_quietly(h5: h5py.File | None) -> None:

@@ -305,7 +305,8 @@ def _copy_member(src: h5py.File, dst: h5py.File, name: str) -> None:
     src.copy(src[name], dst, name=name)
 
 
-def _write_copy(src: h5py.File, fd: int) -> None:
+def _write_copy(src: h5py.File, fd: int,
+                edit: Callable[[h5py.File], None] | None = None) -> None:
     """Write every root attribute and group of ``src`` into the new (empty) file open as
     ``fd``, flushed and fsynced.
 
@@ -319,15 +320,69 @@ def _write_copy(src: h5py.File, fd: int) -> None:
             out.attrs[key] = value
         for name in src:
             _copy_member(src, out, name)
+        if edit is not None:
+            edit(out)
         out.flush()
         image = out.id.get_file_image()
     finally:
         out.close()
+    _write_image(fd, image)
+
+
+def _write_image(fd: int, image: bytes) -> None:
+    """Write an HDF5 file image into the (empty) file open as ``fd`` with plain ``os.write``
+    (a full disk is an OSError here, never a failed write inside HDF5), and fsync it."""
     view = memoryview(image)
     while view:
         n = os.write(fd, view[:1 << 24])
         view = view[n:]
     os.fsync(fd)
+
+
+def _empty_project_image() -> bytes:
+    """The bytes of a new, empty project file (built in memory)."""
+    h5 = h5py.File(f"diffmem-new-{uuid.uuid4().hex}", "w", driver="core",
+                   backing_store=False)
+    try:
+        _init_root(h5)
+        h5.flush()
+        return h5.id.get_file_image()
+    finally:
+        h5.close()
+
+
+def _write_trace_group(parent: h5py.Group, name: str, chunks: Iterator[Any]) -> int:
+    """Stream a trace into ``parent/name`` in the layout of :func:`engine.trace.write_hdf5`
+    (the project's own HDF5 writes happen inside a space reservation, with no temporary
+    file beside the project)."""
+    from engine.trace import HDF5_CHUNK, HDF5_FORMAT_NAME, HDF5_VERSION
+    g = parent.create_group(name)
+    try:
+        g.attrs["format"] = HDF5_FORMAT_NAME
+        g.attrs["version"] = HDF5_VERSION
+        g.attrs["clock"] = "memory"
+        opts: dict[str, Any] = dict(shape=(0,), maxshape=(None,), chunks=(HDF5_CHUNK,),
+                                    compression="gzip", compression_opts=4, shuffle=True)
+        ds = {"addr": g.create_dataset("addr", dtype="<u8", **opts),
+              "cycle": g.create_dataset("cycle", dtype="<u8", **opts),
+              "is_write": g.create_dataset("is_write", dtype="u1", **opts),
+              "stream": g.create_dataset("stream", dtype="<u2", **opts)}
+        n = 0
+        for c in chunks:
+            m = n + len(c)
+            for d in ds.values():
+                d.resize((m,))
+            ds["addr"][n:m] = c.addr
+            ds["cycle"][n:m] = np.asarray(c.cycle).astype(np.uint64)
+            ds["is_write"][n:m] = np.asarray(c.is_write).view(np.uint8)
+            ds["stream"][n:m] = c.stream
+            n = m
+        g.attrs["count"] = n
+    except BaseException:
+        with contextlib.suppress(Exception):
+            del parent[name]
+        raise
+    return n
 
 
 def _check_root(path: Path, h5: h5py.File) -> int:
@@ -456,6 +511,21 @@ def _new_file_mode() -> int:
     return F.NEW_FILE_MODE & ~mask
 
 
+def _run_nbytes(stats: Any) -> int:
+    """An upper bound of the bytes a simulation run takes in the project (its epoch records,
+    per-bank counters, histogram and JSON attributes, uncompressed, twice for HDF5's
+    metadata and free-space slack)."""
+    records = list(getattr(stats, "epochs", []) or [])
+    per_record = 0
+    if records:
+        per_record = sum(max(1, int(np.size(v))) * 8 for v in records[0].values())
+    arrays = sum(np.asarray(v).nbytes for v in getattr(stats, "per_bank", {}).values())
+    arrays += np.asarray(getattr(stats, "read_latency_hist", [])).nbytes
+    text = len(S.to_json(getattr(stats, "summary", {}))) + len(
+        S.to_json(getattr(stats, "channels", [])))
+    return 2 * (len(records) * per_record + arrays + text)
+
+
 def _jload(value: Any, default: Any = None) -> Any:
     if value is None:
         return default
@@ -475,7 +545,8 @@ def _write_op(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         @functools.wraps(fn)
         def inner(self: Project, *a: Any, **kw: Any) -> Any:
             try:
-                return fn(self, *a, **kw)
+                with self._reserved(F.SPACE_MARGIN, what):
+                    return fn(self, *a, **kw)
             except (OSError, RuntimeError) as e:
                 self._broken = F.describe_write_error(e)
                 raise _write_failed(self.path, what, e) from None
@@ -492,6 +563,8 @@ class Project:
         #: May trace references lead out of the project's folder? (see the module docstring)
         self.allow_external = allow_external
         self._broken: str | None = None    # why the working copy can no longer be written
+        self._reserve_depth = 0            # nesting of _reserved blocks
+        self._reserved_end = 0             # end of the blocks reserved for HDF5's writes
         self._h5: h5py.File | None = h5
         self._work = work                  # None: reading the project file itself
         self._lock = lock
@@ -516,10 +589,13 @@ class Project:
         try:
             _remove_orphans(p)
             work = _work_path(p)
-            ident = F.create_empty(work, _new_file_mode())
-            h5 = F.open_h5_created(work, "w", ident)
-            _init_root(h5)
-            h5.flush()
+            fd = F.create_exclusive(work, _new_file_mode())
+            try:
+                _write_image(fd, _empty_project_image())
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            h5 = F.open_h5_created(work, "r+", (st.st_dev, st.st_ino))
             project = cls(p, h5, work, lock, False, S.SCHEMA_VERSION, allow_external)
         except BaseException as e:
             F.close_h5_quietly(h5)
@@ -577,18 +653,22 @@ class Project:
                 h5 = F.open_h5_created(work, "r+", ident)
             except (OSError, RuntimeError) as e:
                 raise _write_failed(p, "make the working copy", e) from None
+            project = cls(p, h5, work, lock, readonly, version, allow_external)
             try:
-                S.migrate(h5, version)
-                for name in (S.STUDIES, S.OPTIMIZER_RUNS):
-                    if name not in h5:
-                        h5.require_group(name).attrs[S.ATTR_NX_CLASS] = "NXcollection"
-                h5.flush()
+                with project._reserved(F.SPACE_MARGIN + p.stat().st_size // 4,
+                                       "open the project for writing"):
+                    S.migrate(h5, version)
+                    for name in (S.STUDIES, S.OPTIMIZER_RUNS):
+                        if name not in h5:
+                            h5.require_group(name).attrs[S.ATTR_NX_CLASS] = "NXcollection"
             except Exception as e:
                 if isinstance(e, DiffMemError):
                     raise
+                if isinstance(e, (OSError, RuntimeError)) and F.is_no_space(e):
+                    raise _write_failed(p, "open the project for writing", e) from None
                 raise ProjectError(f"cannot migrate from schema {version}: {e}",
                                    path=p) from e
-            return cls(p, h5, work, lock, readonly, version, allow_external)
+            return project
         except BaseException:
             F.close_h5_quietly(h5)
             if work is not None:
@@ -655,7 +735,7 @@ class Project:
         tmp: Path | None = None
         try:
             self._require_space(self._work_size() + F.SPACE_MARGIN, "save")
-            self._guarded("save", h5.flush)
+            self._guarded("save", lambda: None)       # flushes inside a reservation
             mode = F.file_mode(self.path, _new_file_mode())
             tmp = F.fresh_name(folder, f".{self.path.name}.", ".tmp")
             fd = F.create_exclusive(tmp, mode)
@@ -676,6 +756,70 @@ class Project:
         self.modified = False
         self.schema_on_disk = S.SCHEMA_VERSION
         log.debug("saved %s", self.path)
+
+    def save_as(self, target: str | os.PathLike[str]) -> tuple[Project, list[str]]:
+        """Write this project, with its unsaved changes, to a new file ``target`` (replacing
+        a file there that nobody has open) and open that file for writing; this project is
+        left open and unchanged (the caller closes it).  Returns ``(the new project, the
+        traces whose files now lie outside the new project's folder)``.
+
+        External trace references are rewritten for the new folder: relative to it when the
+        trace file lies inside it, else absolute.  Traces that were inside the old folder but
+        are outside the new one stay readable in the returned project (the user's own files,
+        moved by the user's own action) and are named in the returned list, so the caller can
+        say so; a later open asks again (:class:`ExternalTraceRefused`)."""
+        t = Path(target).absolute()
+        if t == self.path or (t.exists() and t.resolve() == self.path.resolve()):
+            self.save()
+            return self, []
+        if not t.parent.is_dir():
+            raise ProjectError(f"folder {t.parent} does not exist", path=t)
+        if os.path.islink(t) or (t.exists() and not t.is_file()):
+            raise ProjectError("is not a regular file: choose another name", path=t)
+        h5 = self.h5
+        old_folder, new_folder = self.path.parent, t.parent
+        moved_out: list[str] = []
+
+        def rewrite(out: h5py.File) -> None:
+            for name, g in out[S.TRACES].items():
+                if S.attr_str(g.attrs.get(S.TRACE_STORAGE, "")) != "external":
+                    continue
+                target_path, was_inside = F.resolve_reference(
+                    old_folder, S.attr_str(g.attrs.get(S.TRACE_PATH, "")))
+                g.attrs[S.TRACE_PATH] = F.stored_reference(new_folder, target_path)
+                if was_inside and not F.is_inside(new_folder, target_path):
+                    moved_out.append(name)
+
+        _require_space(t, self._work_size() + F.SPACE_MARGIN, "save the project as")
+        lock = _acquire_lock(t)
+        tmp: Path | None = None
+        try:
+            self._guarded("save the project as", lambda: None)      # flush the edits
+            tmp = F.fresh_name(new_folder, f".{t.name}.", ".tmp")
+            fd = F.create_exclusive(tmp, _new_file_mode())
+            try:
+                _write_copy(h5, fd, rewrite)
+            finally:
+                os.close(fd)
+            os.replace(tmp, t)
+            tmp = None
+            fsync_dir(new_folder)
+        except BaseException as e:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            if isinstance(e, (OSError, RuntimeError)):
+                raise ProjectError(f"cannot save the project as {t}: "
+                                   f"{F.describe_write_error(e)}; {self.path} is still open "
+                                   f"and unchanged", path=t) from None
+            raise
+        finally:
+            _release_lock(lock)
+        if moved_out:
+            log.warning("%s: trace(s) %s now lie outside the project's folder (stored by "
+                        "absolute path)", t, ", ".join(moved_out))
+        new = Project.open(t, allow_external=self.allow_external or bool(moved_out))
+        return new, moved_out
 
     # ---- generic entity operations ---------------------------------------------------------
     def _group(self, kind: str) -> h5py.Group:
@@ -805,7 +949,7 @@ class Project:
         A reference (``embed=False``) is stored relative to the project's folder; a file
         outside that folder needs ``allow_external`` (default: the project's setting) and is
         stored by its absolute path."""
-        from engine.trace import detect_format, iter_trace, trace_summary, write_hdf5
+        from engine.trace import detect_format, iter_trace, trace_summary
         self._check_free("trace", name)
         src = Path(source_path).absolute()
         folder = self.path.parent
@@ -818,19 +962,12 @@ class Project:
         if embed:
             # the temporary HDF5 trace and its copy in the working copy: at most the
             # uncompressed size each, plus the working copy's next flush
+            # (chunks may be written twice while they fill: room for two copies)
             raw = int(summary.get("requests", 0)) * F.TRACE_RECORD_BYTES
-            self._require_space(2 * raw + F.SPACE_MARGIN, f"add trace {name!r}")
-            tmp = F.fresh_name(folder, f".{self.path.name}.", ".trace.h5")
-            try:
-                write_hdf5(tmp, iter_trace(src, fmt=kind, group=group), group="trace")
-                with h5py.File(tmp, "r") as t:
-                    self._guarded("add the trace", lambda: t.copy(
-                        t["trace"], h5[S.TRACES], name=name))
-            except (OSError, RuntimeError) as e:
-                raise _write_failed(self.path, f"add trace {name!r}", e) from None
-            finally:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+            need = 2 * raw + F.SPACE_MARGIN
+            self._require_space(need, f"add trace {name!r}")
+            self._guarded(f"add trace {name!r}", lambda: _write_trace_group(
+                h5[S.TRACES], name, iter_trace(src, fmt=kind, group=group)), need=need)
 
         def describe() -> None:
             if embed:
@@ -860,14 +997,52 @@ class Project:
     def _require_space(self, need: int, what: str) -> None:
         _require_space(self.path, need, what)
 
-    def _guarded(self, what: str, fn: Callable[[], Any]) -> Any:
-        """Run a write into the working copy; a failure there (disk full) marks the working
-        copy unusable and raises ProjectError (the project file keeps its last save)."""
+    def _guarded(self, what: str, fn: Callable[[], Any], *, need: int = F.SPACE_MARGIN) -> Any:
+        """Run a write into the working copy inside a reservation of ``need`` bytes; a failure
+        there (disk full) marks the working copy unusable and raises ProjectError (the
+        project file keeps its last save)."""
         try:
-            return fn()
+            with self._reserved(need, what):
+                return fn()
         except (OSError, RuntimeError) as e:
             self._broken = F.describe_write_error(e)
             raise _write_failed(self.path, what, e) from None
+
+    @contextlib.contextmanager
+    def _reserved(self, need: int, what: str) -> Iterator[None]:
+        """Reserve ``need`` more bytes of disk for the working copy's HDF5 writes in the block
+        (see :func:`projects.safefs.reserve`): HDF5 then never meets a full disk, even one
+        that another program fills after the free-space check.  A disk without that room is
+        a ProjectError before anything is written (the working copy stays usable).  The
+        outermost block flushes HDF5 (so every write lands in the reserved blocks) and gives
+        back what it did not use."""
+        h5 = self._h5
+        fd: int | None = None
+        if h5 is not None and self._work is not None and self._broken is None:
+            with contextlib.suppress(Exception):
+                handle = h5.id.get_vfd_handle()
+                fd = handle if isinstance(handle, int) else None
+        if fd is not None:
+            start = max(os.fstat(fd).st_size, self._reserved_end)
+            try:
+                if F.reserve(fd, start, need):
+                    self._reserved_end = start + need
+            except OSError as e:
+                raise ProjectError(f"cannot {what}: {F.describe_write_error(e)} (about "
+                                   f"{need / 2**20:.1f} MiB needed); the project file on "
+                                   f"disk is unchanged (as last saved)",
+                                   path=self.path) from None
+        outer = self._reserve_depth == 0
+        self._reserve_depth += 1
+        try:
+            yield
+            if outer and h5 is not None and fd is not None:
+                h5.flush()
+        finally:
+            self._reserve_depth -= 1
+            if outer and fd is not None and self._reserved_end:
+                F.release(fd, self._reserved_end)
+                self._reserved_end = 0
 
     def traces(self) -> list[str]:
         return self.names("trace")
@@ -911,6 +1086,13 @@ class Project:
         snapshot = S.attr_str(self._get("config", cfg_name).attrs[S.CONFIG_JSON])
         self._get("trace", trace_name)
         h5 = self._writable()
+        with self._reserved(_run_nbytes(stats), "add the run"):
+            self._write_run(h5, run_id, cfg_name, snapshot, trace_name, options, stats)
+        return run_id
+
+    @staticmethod
+    def _write_run(h5: h5py.File, run_id: str, cfg_name: str, snapshot: str, trace_name: str,
+                   options: dict[str, Any], stats: Any) -> None:
         g = h5[S.RUNS].create_group(run_id)
         try:
             a = g.attrs
@@ -952,7 +1134,6 @@ class Project:
         except BaseException:
             del h5[S.RUNS][run_id]
             raise
-        return run_id
 
     def runs(self) -> list[str]:
         """Run ids, oldest first."""

@@ -88,7 +88,7 @@ def test_save_keeps_the_file_mode_and_save_as_continues_in_the_copy(window, tmp_
     assert set(window.project.configs()) == {"DDR4-3200", "HBM2"}
     umask = os.umask(0)
     os.umask(umask)
-    assert stat.S_IMODE(copy.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o644 & ~umask     # as File > New makes
     from projects.store import Project
     with Project.open(path, readonly=True) as old:                # the old file as saved
         assert old.configs() == ["DDR4-3200"]

@@ -241,58 +241,10 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
 
 
 # ==== study ====================================================================================
-def _study_params(items: Sequence[str], variants: Sequence[str]) -> dict[str, Any]:
-    """--param NAME=V1,V2 and --variant NAME:KEY=VALUE,... into StudySetup.params."""
-    from engine.studies.recommendations import TEXT_PARAMS   # given as text, not config fields
-    from engine.studies.spec import StudyError, parse_value
-
-    params: dict[str, Any] = {}
-    for item in items:
-        name, sep, values = item.partition("=")
-        if not sep or not name.strip() or not values.strip():
-            raise StudyError(f"--param {item!r}: expected NAME=V1,V2,...")
-        name = name.strip()
-        texts = [v.strip() for v in values.split(",") if v.strip()]
-        params[name] = texts if name in TEXT_PARAMS else [parse_value(name, v) for v in texts]
-    if variants:
-        table: dict[str, dict[str, Any]] = {}
-        for item in variants:
-            vname, sep, rest = item.partition(":")
-            if not sep or not vname.strip():
-                raise StudyError(f"--variant {item!r}: expected NAME:KEY=VALUE,KEY=VALUE")
-            overrides = {}
-            for kv in rest.split(","):
-                key, sep, value = kv.partition("=")
-                if not sep:
-                    raise StudyError(f"--variant {item!r}: {kv!r} is not KEY=VALUE")
-                overrides[key.strip()] = parse_value(key.strip(), value.strip())
-            table[vname.strip()] = overrides
-        params["variants"] = table
-    return params
-
-
-def _key_values(items: Sequence[str], what: str, typed: bool) -> dict[str, Any]:
-    from engine.studies.spec import StudyError, parse_value
-
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise StudyError(f"{what} {item!r}: expected KEY=VALUE")
-        key = key.strip()
-        if typed:
-            out[key] = parse_value(key, value.strip())
-        else:
-            try:
-                out[key] = float(value)
-            except ValueError:
-                out[key] = value.strip()
-    return out
-
-
 def cmd_study(args: argparse.Namespace) -> int:
     from engine.studies import (STUDIES, StudySetup, TraceInput, load_project_study,
                                 load_results, render_report, run_study)
+    from engine.studies.param_text import parse_key_values, study_params
     from engine.studies.spec import StudyError
 
     if args.list:
@@ -327,9 +279,9 @@ def cmd_study(args: argparse.Namespace) -> int:
             raise StudyError("give --out DIR (results and report) or --project FILE")
         setup = StudySetup(
             traces=[TraceInput.parse(t) for t in args.trace or []], config=args.config,
-            overrides=_key_values(args.set or [], "--set", typed=True),
-            params=_study_params(args.param or [], args.variant or []), cycles=args.cycles,
-            compute=_key_values(args.compute or [], "--compute", typed=False),
+            overrides=parse_key_values(args.set or [], "--set", typed=True),
+            params=study_params(args.param or [], args.variant or []), cycles=args.cycles,
+            compute=parse_key_values(args.compute or [], "--compute", typed=False),
             arrival=args.arrival)
         study_name = args.study_name or args.name
 

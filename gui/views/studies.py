@@ -76,10 +76,6 @@ def record_row(record: dict[str, Any]) -> list[str]:
             f"{m['energy_per_byte_pJ']:.4g}"]
 
 
-def _split(text: str, sep: str) -> list[str]:
-    return [t.strip() for t in text.split(sep) if t.strip()]
-
-
 class StudiesView(QWidget):
     """Study controls, live results table, findings; see the module docstring."""
 
@@ -376,46 +372,28 @@ class StudiesView(QWidget):
 
     def study_params(self) -> dict[str, Any]:
         """The study's parameters from the parameter fields (StudyError on bad text)."""
-        from engine.studies.spec import StudyError, parse_value
+        from engine.studies.param_text import (parse_param_values, parse_variant_items,
+                                               split_items)
+        from engine.studies.spec import StudyError
         kind = PARAM_KIND.get(self.study_key(), "")
         text = self.param_values_edit.text().strip()
         if not kind or not text:
             return {}
         if kind == "configs":
-            return {"configs": _split(text, ",")}
+            return {"configs": parse_param_values("configs", split_items(text, ","))}
         if kind == "timing":
             name = self.param_name_edit.text().strip()
             if not name:
                 raise StudyError("timing study: give the parameter to sweep (e.g. tRCD)")
-            return {name: [parse_value(name, v) for v in _split(text, ",")]}
-        variants: dict[str, dict[str, Any]] = {}
-        for item in _split(text, ";"):
-            vname, sep, rest = item.partition(":")
-            if not sep or not vname.strip():
-                raise StudyError(f"variant {item!r}: expected NAME:key=value,key=value")
-            overrides = {}
-            for kv in _split(rest, ","):
-                key, sep, value = kv.partition("=")
-                if not sep:
-                    raise StudyError(f"variant {item!r}: {kv!r} is not key=value")
-                overrides[key.strip()] = parse_value(key.strip(), value.strip())
-            variants[vname.strip()] = overrides
-        return {"variants": variants}
+            return {name: parse_param_values(name, split_items(text, ","))}
+        return {"variants": parse_variant_items(split_items(text, ";"), "variant")}
 
     def compute_model(self) -> dict[str, Any]:
-        from engine.studies.spec import StudyError
-        out: dict[str, Any] = {}
+        from engine.studies.param_text import parse_key_values, split_items
         if self.study_key() != "memshare":
-            return out
-        for kv in _split(self.compute_edit.text(), ","):
-            key, sep, value = kv.partition("=")
-            if not sep or not key.strip():
-                raise StudyError(f"accelerator {kv!r}: expected key=value")
-            try:
-                out[key.strip()] = float(value)
-            except ValueError:
-                out[key.strip()] = value.strip()
-        return out
+            return {}
+        return parse_key_values(split_items(self.compute_edit.text(), ","), "accelerator",
+                                typed=False)
 
     def setup(self) -> Any:
         """The ``StudySetup`` the controls describe (StudyError on bad input)."""

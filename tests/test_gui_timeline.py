@@ -74,6 +74,15 @@ def test_record_a_window_and_read_its_commands(qtbot, window, tmp_path) -> None:
     assert text.startswith("RD (read") and tv.lane_name(lane) in text
     assert f"row {rd.row:#x}" in text and "open" in text
     assert tv.hover_label.text() == text
+    # ... and the lifetime of the request it served, drawn in its lane
+    from gui.units import fmt
+    life = tv.matching.by_line[(rd.channel, rd.line)][0]
+    assert life.issued == rd.cycle and not life.is_write and life.arrival <= rd.cycle
+    assert f"request {life.address:#x} (read): requested at {fmt(life.arrival * cfg.tCK, 'ns')}" \
+        in text and f"lifetime {fmt(life.latency * cfg.tCK, 'ns')}" in text
+    xs, _ys = tv.life_data.getData()
+    assert xs[-1] == pytest.approx(life.done * cfg.tCK * 1e-9)
+    assert "requests matched to" in tv.status_label.text()
     # status line: what was drawn
     assert tv.status_label.text().startswith(f"{len(want)} commands from 2.000 µs")
     # linked to the epoch plots' time axis

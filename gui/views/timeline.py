@@ -1,7 +1,8 @@
 """The DRAM command timeline: one lane per bank (grouped by channel, rank and bank group), every
 ACT / RD / WR / PRE / REF of a window of a run as a coloured mark, and each row's open
 interval (ACT to its PRE) as a bar; hovering a mark tells the command, its bank, row and
-column, and how long that row had been open.  The x axis is time (s, SI prefixes), the same
+column, how long that row had been open and, for a RD / WR, the lifetime of the request it
+served (requested, issued, data; drawn as a line in its lane).  The x axis is time (s, SI prefixes), the same
 as the simulation view's epoch plots, and can be linked to them (:meth:`link_x`).
 
 Fed by the engine's public command trace (``SimOptions.cmd_trace``, the format DRAMsim3
@@ -9,8 +10,9 @@ writes, read back with ``engine.jedec_check.parse_command_trace``).  The engine 
 to record only a window, so :meth:`TimelineView.record` simulates the trace up to the
 window's end (``SimOptions.cycles``) in the usual child process and keeps the commands inside
 the window: a window early in a long trace costs little, a late one costs the run up to it.
-Request lifetimes (arrival to completion) are not shown: the command trace does not say
-which request a command serves.
+Request lifetimes: the command trace does not name requests, so each RD / WR is matched to
+the request it served by location (:mod:`gui.timeline_requests`, which decodes the trace's
+addresses with the config's address mapping, as the engine does).
 """
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ class TimelineView(QWidget):
         self.source: Any = None             # () -> (cfg, trace path): set by the window
         self._run: Any = None
         self._tmp: tempfile.TemporaryDirectory | None = None
+        self.matching: Any = None           # gui.timeline_requests.Matching of the window
 
         self.start_spin = QDoubleSpinBox()
         self.start_spin.setObjectName("timelineStart")
@@ -92,6 +95,11 @@ class TimelineView(QWidget):
         self.open_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=[],
                                          brush=pg.mkBrush(120, 120, 120, 70), pen=None)
         self.plot.addItem(self.open_bars)
+        # the hovered request's lifetime: requested -> issued (thin), issued -> data (thick)
+        self.life_wait = pg.PlotDataItem([], [], pen=pg.mkPen("#e6c229", width=2))
+        self.life_data = pg.PlotDataItem([], [], pen=pg.mkPen("#e6c229", width=5))
+        self.plot.addItem(self.life_wait)
+        self.plot.addItem(self.life_data)
         # one compact row in the top-right corner (over the lane area's empty top margin)
         self.legend = self.plot.addLegend(offset=(-5, 1), brush=pg.mkBrush(20, 20, 20, 170),
                                           colCount=len(MARKS))
@@ -218,6 +226,25 @@ class TimelineView(QWidget):
             + ", ".join(f"{counts[m]} {m}" for m in MARKS))
         return len(keep)
 
+    def set_requests(self, trace: str | Path, cfg: Any, cmds: Sequence[Any],
+                     window: tuple[int, int]) -> None:
+        """Match the recorded RD / WR commands to the trace's requests (for the hover's
+        lifetimes); says in the status line how many were matched."""
+        from gui.timeline_requests import match, read_requests
+        try:
+            addr, cycle, is_write = read_requests(trace, int(window[1]))
+            self.matching = match(cmds, cfg, addr, cycle, is_write)
+        except Exception as exc:  # noqa: BLE001 - the timeline still shows the commands
+            self.matching = None
+            self.status_label.setText(self.status_label.text()
+                                      + f" (request lifetimes unavailable: {exc})")
+            return
+        m = self.matching
+        self.status_label.setText(
+            self.status_label.text() + f"; {m.matched} requests matched to "
+            f"{m.column_commands} RD/WR, {m.forwarded} reads answered from the write queue, "
+            f"{m.pending} still waiting at the window's end (hover a RD/WR for its request)")
+
     def mark_count(self, name: str) -> int:
         x, _y = self.marks[name].getData()
         return 0 if x is None else int(len(x))
@@ -244,6 +271,7 @@ class TimelineView(QWidget):
                 if d < dist:
                     best, dist = c, d
         if best is None or dist > tol_s:
+            self._show_lifetime(None, 0)
             return ""
         from gui.units import fmt, fmt_cycles
         c = best
@@ -254,12 +282,36 @@ class TimelineView(QWidget):
             text += f" · row {c.row:#x}"
         if c.column >= 0:
             text += f" col {c.column:#x}"
+        self._show_lifetime(None, ln)
+        served = (self.matching.by_line.get((c.channel, c.line))
+                  if self.matching is not None else None)
+        if served:
+            life = served[0]
+            t = self.tck_ns
+            text += (f" · request {life.address:#x} ({'write' if life.is_write else 'read'}): "
+                     f"requested at {fmt(life.arrival * t, 'ns')}, queued "
+                     f"{fmt(life.queued * t, 'ns')}, data {'written' if life.is_write else 'back'}"
+                     f" at {fmt(life.done * t, 'ns')}: lifetime {fmt(life.latency * t, 'ns')}")
+            if len(served) > 1:
+                text += f" (+{len(served) - 1} merged request(s) to this location)"
+            self._show_lifetime(life, ln)
+        elif c.kind.startswith(("read", "write")) and self.matching is not None:
+            text += " · its request is not in the recorded trace"
         for t0, t1, row in self._row_open.get(ln, []):
             if t0 <= c.cycle <= t1:
                 text += (f" · row {row:#x} open {fmt((t1 - t0) * self.tck_ns, 'ns')} "
                          f"(ACT at {fmt(t0 * self.tck_ns, 'ns')})")
                 break
         return text
+
+    def _show_lifetime(self, life: Any, lane: int) -> None:
+        if life is None:
+            self.life_wait.setData([], [])
+            self.life_data.setData([], [])
+            return
+        y = [lane + 0.32, lane + 0.32]
+        self.life_wait.setData(self.seconds([life.arrival, life.issued]), y)
+        self.life_data.setData(self.seconds([life.issued, life.done]), y)
 
     def hover(self, t_s: float, y: float) -> str:
         self.hover_text = self.describe_at(t_s, y)
@@ -348,7 +400,7 @@ class TimelineView(QWidget):
         path = Path(self._tmp.name) / "commands.txt"
         options = {"cycles": int(window[1]), "cmd_trace": str(path),
                    "epoch": max(100, int(window[1]))}
-        self._pending = (cfg, path, window)
+        self._pending = (cfg, path, window, str(trace))
         run = start_simulation(cfg, [str(trace)], options, parent=self)
         run.finished.connect(self._on_recorded)
         run.failed.connect(self._on_failed)
@@ -367,7 +419,7 @@ class TimelineView(QWidget):
     def _on_recorded(self, _stats: Any) -> None:
         from engine.jedec_check import parse_command_trace
         from engine.simulator import cmd_trace_paths
-        cfg, path, window = self._pending
+        cfg, path, window, trace = self._pending
         self._done()
         import dataclasses
         cmds = []
@@ -384,7 +436,9 @@ class TimelineView(QWidget):
                 self._tmp.cleanup()
                 self._tmp = None
         cmds.sort(key=lambda c: c.cycle)
+        self.matching = None
         n = self.set_commands(cmds, cfg, window)
+        self.set_requests(trace, cfg, cmds, window)
         if self.link_check.isChecked() and self._link_target is not None:
             self.link_x(self._link_target)          # the epoch plots zoom to the window
         self.recorded.emit(n)

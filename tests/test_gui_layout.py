@@ -62,3 +62,39 @@ def test_comparison_table_and_list_share_a_splitter(window) -> None:
     QCoreApplication.processEvents()
     assert sp.sizes()[1] > b
     assert sv.splitter.widget(0) is sv.plot_widget        # the plot grid beside the panel
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1280, 800)])
+def test_comparison_columns_are_not_cut(window, qtbot, tmp_path, size) -> None:
+    """The demo's comparison (this run, hbm2 and its Δ %) shows every column whole at
+    1920x1080; at 1280x800 it takes at most COMPARE_MAX_SHARE of the tab (then scrolls)."""
+    import shutil
+    from pathlib import Path
+
+    from PySide6.QtCore import Qt
+
+    example = Path(__file__).resolve().parents[1] / "projects" / "examples" / \
+        "ddr4_vs_hbm2_diffusion.dmproj"
+    path = tmp_path / "demo.dmproj"
+    shutil.copyfile(example, path)
+    window.resize(*size)
+    assert window.open_project(str(path))
+    assert window.open_item("run", "ddr4-3200")
+    sv = window.simulation_view
+    window.show_view(sv)
+    item = next(sv.compare_list.item(i) for i in range(sv.compare_list.count())
+                if sv.compare_list.item(i).text() == "hbm2")
+    item.setCheckState(Qt.CheckState.Checked)
+    QCoreApplication.processEvents()
+    t = sv.compare_table
+    headers = [t.horizontalHeaderItem(c).text() for c in range(t.columnCount())]
+    assert headers == ["this run", "hbm2", "Δ %"]
+    time_row = [t.verticalHeaderItem(r).text() for r in range(t.rowCount())].index("Time")
+    assert t.item(time_row, 1).text() == "80.00 µs"               # what the user reads
+    needed = sum(t.columnWidth(c) for c in range(t.columnCount()))
+    total = sum(sv.splitter.sizes())
+    if size[0] >= 1920:
+        assert t.viewport().width() >= needed, (t.viewport().width(), needed)
+        assert not t.horizontalScrollBar().isVisible()
+    assert sv.splitter.sizes()[1] <= sv.COMPARE_MAX_SHARE * total + 1
+    window.close_project(ask=False)

@@ -34,6 +34,7 @@ from gui import plot_export
 from gui.optimizer_worker import (CosimRun, OptimizerJob, OptimizerOutcome, OptimizerRun,
                                   start_cosimulation, start_optimization)
 from gui.plots.gantt import GanttChart
+from gui.plots.log_axis import use_log_y
 from gui.plots.validation_scatter import ValidationScatter
 from gui.project_lists import preset_names, project_names
 
@@ -238,8 +239,8 @@ class OptimizerView(QWidget):
             p.setLabel("bottom", "evaluations")
             p.showGrid(x=True, y=True, alpha=0.2)
             self.plots[key] = p
-        self.plots["edp"].setLogMode(x=False, y=True)
-        self.plots["loss"].setLogMode(x=False, y=True)
+        use_log_y(self.plots["edp"])         # labels 1-2-5 only: none crowd
+        use_log_y(self.plots["loss"])
         legend = self.plots["edp"].addLegend(offset=(-5, 5))
         self.curves["loss"] = self.plots["loss"].plot(pen=pg.mkPen("c", width=2))
         self.curves["edp"] = self.plots["edp"].plot(pen=pg.mkPen("#999999", width=1),

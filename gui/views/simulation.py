@@ -405,6 +405,7 @@ class SimulationView(QWidget):
         self.splitter.setChildrenCollapsible(False)
         self.plot_widget.setMinimumSize(420, 300)
         self.splitter.setSizes([900, 330])
+        self.splitter.splitterMoved.connect(self._on_splitter_moved)
         self._update_compare_table()
 
     # ---------------------------------------------------------------- actions
@@ -868,6 +869,48 @@ class SimulationView(QWidget):
                 cell = QTableWidgetItem(text)
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 t.setItem(r, c, cell)
+        self._fit_compare_width()
+
+    #: the comparison may take at most this share of the tab's width by itself (beyond, the
+    #: table scrolls); the user's own splitter position is never overridden
+    COMPARE_MAX_SHARE = 0.42
+
+    def compare_table_width(self) -> int:
+        """Pixels the comparison table needs to show every column whole."""
+        t = self.compare_table
+        t.resizeColumnsToContents()
+        cols = sum(t.columnWidth(c) for c in range(t.columnCount()))
+        return (t.verticalHeader().sizeHint().width() + cols + 2 * t.frameWidth()
+                + t.verticalScrollBar().sizeHint().width() + 4)
+
+    def _fit_compare_width(self) -> None:
+        """Widen the comparison beside the plots so that no column is cut (up to
+        COMPARE_MAX_SHARE of the tab), unless the user has placed the splitter."""
+        if getattr(self, "_compare_user_sized", False) or self.splitter.count() < 2:
+            return
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        if total <= 0:
+            return
+        box_margins = 2 * 4 + 2 * self.compare_box.style().pixelMetric(
+            self.compare_box.style().PixelMetric.PM_DefaultFrameWidth) + 8
+        want = min(int(total * self.COMPARE_MAX_SHARE),
+                   max(self.compare_box.minimumSizeHint().width(),
+                       self.compare_table_width() + box_margins))
+        if sizes[1] < want:
+            self._fitting_compare = True
+            try:
+                self.splitter.setSizes([total - want, want])
+            finally:
+                self._fitting_compare = False
+
+    def _on_splitter_moved(self, *_args: Any) -> None:
+        if not getattr(self, "_fitting_compare", False):
+            self._compare_user_sized = True
+
+    def resizeEvent(self, event: Any) -> None:   # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._fit_compare_width()
 
     # ---------------------------------------------------------------- export
     def plot_data(self, plot: str) -> tuple[list[str], list[list[Any]]]:

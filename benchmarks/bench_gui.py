@@ -34,6 +34,49 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 TICK_MS = 10
 
 
+class StallSampler:
+    """A watchdog thread that, whenever the GUI thread's timer is late by more than
+    ``late_ms``, samples the GUI thread's Python stack every few ms: what the UI thread was
+    doing during each stall (``--find-stalls``)."""
+
+    def __init__(self, recorder: "TickRecorder", late_ms: float = 40.0) -> None:
+        import threading
+        self.recorder = recorder
+        self.late_ms = late_ms
+        self.samples: dict[str, int] = {}
+        self._main = threading.main_thread().ident
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+    def _loop(self) -> None:
+        import traceback
+        while not self._stop.wait(0.005):
+            age = (time.perf_counter() - self.recorder.last_tick) * 1e3
+            if age < self.late_ms:
+                continue
+            frame = sys._current_frames().get(self._main)
+            if frame is None:
+                continue
+            stack = traceback.extract_stack(frame)[-6:]
+            key = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}"
+                              for f in reversed(stack))
+            self.samples[key] = self.samples.get(key, 0) + 1
+
+    def report(self, top: int = 8) -> str:
+        total = sum(self.samples.values())
+        lines = [f"stall samples (GUI thread late > {self.late_ms:.0f} ms, every 5 ms): {total}"]
+        for key, n in sorted(self.samples.items(), key=lambda kv: -kv[1])[:top]:
+            lines.append(f"  {n:5d}  {key}")
+        return "\n".join(lines)
+
+
 class TickRecorder:
     """Records the gaps between ticks of a QTimer running in the GUI thread."""
 
@@ -52,9 +95,12 @@ class TickRecorder:
     def stop(self) -> None:
         self._timer.stop()
 
+    last_tick = 0.0
+
     def _tick(self) -> None:
         self.gaps_ms.append(self._clock.nsecsElapsed() / 1e6)
         self._clock.restart()
+        self.last_tick = time.perf_counter()
 
 
 def _wait(app: QApplication, cond, timeout_s: float) -> bool:
@@ -77,6 +123,10 @@ def main() -> int:
     ap.add_argument("--epoch", type=int, default=None,
                     help="epoch length in cycles (default: the view's default)")
     ap.add_argument("--cancel-after", type=float, default=3.0, metavar="S")
+    ap.add_argument("--find-stalls", action="store_true",
+                    help="sample the GUI thread's stack whenever its timer is late (what the "
+                         "UI thread did during each stall)")
+    ap.add_argument("--no-cancel", action="store_true", help="skip the cancel-latency runs")
     args = ap.parse_args()
     if args.trace is None:
         ensure_traces(ROOT / "benchmarks" / ".traces")
@@ -109,11 +159,17 @@ def main() -> int:
     outcome.clear()
     rec = TickRecorder()
     rec.start()
+    rec.last_tick = time.perf_counter()
+    sampler = StallSampler(rec) if args.find_stalls else None
+    if sampler is not None:
+        sampler.start()
     t0 = time.perf_counter()
     view.start()
     ok = _wait(app, lambda: outcome, 1800)
     wall = time.perf_counter() - t0
     rec.stop()
+    if sampler is not None:
+        sampler.stop()
     gaps = rec.gaps_ms
     at = sum(gaps[:gaps.index(max(gaps)) + 1]) / 1000.0 if gaps else 0.0
     if not ok or outcome[0] != "finished":
@@ -132,6 +188,13 @@ def main() -> int:
           f"(ending {at:.2f} s into the run)")
     print(f"max UI stall: {stall:.1f} ms (target < 100 ms): "
           f"{'met' if stall < 100 else 'MISSED'}", flush=True)
+    print(f"load: {os.getloadavg()[0]:.2f}", flush=True)
+    if sampler is not None:
+        print(sampler.report(), flush=True)
+    if args.no_cancel:
+        view.shutdown()
+        view.close()
+        return 0
 
     # 2. cancel latency: cancel part-way into a run (at 20 %, 40 %, 60 % of its length)
     lat = []

@@ -94,6 +94,30 @@ def test_save_keeps_the_file_mode_and_save_as_continues_in_the_copy(window, tmp_
         assert old.configs() == ["DDR4-3200"]
 
 
+def test_save_as_into_another_folder_keeps_a_referenced_trace_readable(window, tmp_path,
+                                                                       monkeypatch) -> None:
+    """A trace referred to relative to the project's folder still names the same file after
+    File > Save As into another folder, and the status bar says it is now outside."""
+    import numpy as np
+
+    from engine.trace import TraceChunk, write_text
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "traces").mkdir(parents=True)
+    b.mkdir()
+    trace = a / "traces" / "t.trace"
+    write_text(trace, TraceChunk.from_arrays(np.arange(8, dtype=np.uint64) * 64,
+                                             np.zeros(8, bool), np.arange(8)))
+    _new(window, monkeypatch, a / "p.dmproj")
+    window.project.add_trace("t", trace, embed=False)
+    monkeypatch.setattr(window, "_ask_save_as_path", lambda: str(b / "q.dmproj"))
+    _action(window, "File", "Save Project As").trigger()
+    assert not window.errors, window.errors
+    assert Path(window.project.path) == b / "q.dmproj"
+    assert window.project.trace_source("t").path == trace
+    msg = window.statusBar().currentMessage()
+    assert "Trace(s) t stay where they are" in msg and "absolute path" in msg
+
+
 def test_open_recent_lists_and_reopens(window, tmp_path, monkeypatch) -> None:
     a, b = tmp_path / "a.dmproj", tmp_path / "b.dmproj"
     _new(window, monkeypatch, a)

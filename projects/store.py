@@ -1036,13 +1036,18 @@ class Project:
         self._reserve_depth += 1
         try:
             yield
-            if outer and h5 is not None and fd is not None:
-                h5.flush()
         finally:
             self._reserve_depth -= 1
-            if outer and fd is not None and self._reserved_end:
-                F.release(fd, self._reserved_end)
-                self._reserved_end = 0
+            if outer and fd is not None:
+                try:
+                    # also after a failed write: nothing HDF5 holds may reach the disk later,
+                    # outside a reservation (close() would write it)
+                    if h5 is not None and self._broken is None:
+                        h5.flush()
+                finally:
+                    if self._reserved_end:
+                        F.release(fd, self._reserved_end)
+                        self._reserved_end = 0
 
     def traces(self) -> list[str]:
         return self.names("trace")

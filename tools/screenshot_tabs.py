@@ -6,7 +6,7 @@ size, on a real (virtual) X screen: what the README shows (docs/screenshots/).
 
 Writes ``<out>/<theme>-<W>x<H>-<tab>.png`` (default out: docs/screenshots).  What each shows:
 the demo project with the demo trace simulated live on DDR4-3200 and the stored HBM2 run
-overlaid (Simulation, Energy), the commands of its first 4 µs (Command timeline), a short
+overlaid (Simulation, Energy), the commands of its first 4 µs with the longest-waiting read's lifetime hovered (Command timeline), a short
 FADiff search of a 2-layer network with its Gantt chart and its co-simulation on
 DDR4-3200 (Optimiser), and a 2-point tRCD
 study of a tiny synthetic training step (Studies).  tests/test_gui_screenshot.py runs it.
@@ -90,6 +90,14 @@ def main() -> int:
     if not _spin(app, lambda: not tv.is_running()):
         return 1
     tv.link_check.setChecked(False)        # the Simulation tab shows the whole run
+    # hover a RD that waited in the queue: its request's lifetime is drawn and described
+    if tv.matching is not None:
+        served = [(life, c) for c in tv.cmds if c.kind.startswith("read")
+                  for life in tv.matching.by_line.get((c.channel, c.line), [])[:1]]
+        if served:
+            life, c = max(served, key=lambda lc: lc[0].queued)
+            tv.hover(float(tv.seconds(c.cycle)), tv.lane(c.channel, c.rank, c.bankgroup,
+                                                          c.bank))
     sv.plots["bandwidth"].enableAutoRange(axis="x", enable=True)
     ov = window.optimizer_view
     net = Path(data) / "tiny2.json"

@@ -6,7 +6,7 @@ Every trial runs the project code in a child process, so a crash (segfault) is s
 child's exit status instead of taking the harness down.
 
     python benchmarks/fault_trials.py kill 100
-    python benchmarks/fault_trials.py diskfull
+    python benchmarks/fault_trials.py diskfull [--no-space-check]
 """
 from __future__ import annotations
 
@@ -286,7 +286,11 @@ def main(argv: list[str]) -> int:
     if why:
         print(f"skipped: {why}")
         return 0
-    trials = disk_full_trials([0, 16, 64, 256, 512, 1024, 1536, 2048, 3072, 4096, 8192])
+    if "--no-space-check" in argv:
+        # the free-space check off: a disk another program fills right after the check
+        os.environ["DIFFMEM_TRIAL_NO_SPACE_CHECK"] = "1"
+    trials = disk_full_trials([0, 16, 32, 64, 128, 256, 512, 1024, 1536, 2048, 3072, 4096,
+                               8192])
     bad = 0
     for t in trials:
         print(f"{t.free_kib:6d} KiB free  {t.steps:24s} rc={t.rc} intact={t.intact} "

@@ -871,9 +871,11 @@ class SimulationView(QWidget):
                 t.setItem(r, c, cell)
         self._fit_compare_width()
 
-    #: the comparison may take at most this share of the tab's width by itself (beyond, the
-    #: table scrolls); the user's own splitter position is never overridden
+    #: the comparison may take at most this share of the tab's width by itself, and only
+    #: while the plots keep PLOTS_MIN_PX (beyond, the table scrolls); the user's own splitter
+    #: position is never overridden
     COMPARE_MAX_SHARE = 0.42
+    PLOTS_MIN_PX = 760
 
     def compare_table_width(self) -> int:
         """Pixels the comparison table needs to show every column whole."""
@@ -894,7 +896,7 @@ class SimulationView(QWidget):
             return
         box_margins = 2 * 4 + 2 * self.compare_box.style().pixelMetric(
             self.compare_box.style().PixelMetric.PM_DefaultFrameWidth) + 8
-        want = min(int(total * self.COMPARE_MAX_SHARE),
+        want = min(int(total * self.COMPARE_MAX_SHARE), total - self.PLOTS_MIN_PX,
                    max(self.compare_box.minimumSizeHint().width(),
                        self.compare_table_width() + box_margins))
         if sizes[1] < want:

@@ -119,3 +119,59 @@ def match(cmds: Sequence[Any], cfg: Any, addr: np.ndarray, cycle: np.ndarray,
         out.matched += len(group)
     out.pending = sum(len(q) for q in pending.values()) + (n - i)
     return out
+
+
+@dataclass
+class WindowData:
+    """What the timeline draws of one recording: the window's commands (sorted by cycle), with
+    the ACT of each row still open when the window starts (its bar begins before the window),
+    and the requests matched to the window's RD / WR."""
+
+    cmds: list[Any]
+    matching: Matching | None
+    note: str = ""                  # why the lifetimes are missing, if they are
+
+
+def load_window(cmd_trace: str | Path, cfg: Any, window: tuple[int, int],
+                trace: str | Path | None) -> WindowData:
+    """Read a recording's command trace (one file per channel, see
+    :func:`engine.simulator.cmd_trace_paths`), keep what :class:`WindowData` holds and match the
+    requests of ``trace``.  Runs off the GUI thread (the trace of a late window is long)."""
+    import dataclasses
+
+    from engine.jedec_check import parse_command_trace
+    from engine.simulator import cmd_trace_paths
+    cmds: list[Any] = []
+    for i, p in enumerate(cmd_trace_paths(Path(cmd_trace), int(cfg.channels))):
+        if p.exists():          # refresh lines carry channel -1: the file says which
+            cmds.extend(c if c.channel >= 0 else dataclasses.replace(c, channel=i)
+                        for c in parse_command_trace(p))
+    cmds.sort(key=lambda c: c.cycle)
+    c0, c1 = int(window[0]), int(window[1])
+    matching: Matching | None = None
+    note = ""
+    if trace is not None:
+        try:
+            matching = match(cmds, cfg, *read_requests(trace, c1))
+        except Exception as exc:  # noqa: BLE001 - the timeline still shows the commands
+            note = str(exc)
+    open_at_start: dict[tuple[int, int, int, int], Any] = {}
+    inside: list[Any] = []
+    for c in cmds:
+        if c.cycle >= c1:
+            break
+        if c.cycle >= c0:
+            inside.append(c)
+            continue
+        if c.bank < 0 or c.bankgroup < 0:
+            continue
+        lane = (c.channel, c.rank, c.bankgroup, c.bank)
+        if c.kind == "activate":
+            open_at_start[lane] = c
+        elif c.kind in ("precharge", "read_p", "write_p"):
+            open_at_start.pop(lane, None)
+    keep = sorted(open_at_start.values(), key=lambda c: c.cycle) + inside
+    if matching is not None:
+        lines = {(c.channel, c.line) for c in inside}
+        matching.by_line = {k: v for k, v in matching.by_line.items() if k in lines}
+    return WindowData(keep, matching, note)

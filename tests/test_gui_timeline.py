@@ -101,3 +101,37 @@ def test_empty_timeline_has_plain_axes(window) -> None:
     assert tv.mark_count("ACT") == 0
     assert tv.hover(0.0, 0.0) == ""
     assert tv.plot.getAxis("bottom").labelUnits == "s"
+
+
+def test_reading_a_recording_never_blocks_the_window(qtbot, window, monkeypatch) -> None:
+    """The command trace of a late window has millions of lines: it is read and matched in a
+    background thread while the window keeps answering.  Here the reading waits until the
+    window's event loop has run a timer callback: were it read on the GUI thread, that could
+    never happen (the wait would time out and say so)."""
+    import threading
+
+    from PySide6.QtCore import QTimer
+
+    import gui.timeline_requests as tr
+    real = tr.load_window
+    went_on = threading.Event()
+    waited: list[bool] = []
+
+    def reading(*a, **kw):
+        waited.append(went_on.wait(120))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(tr, "load_window", reading)
+    sv, tv = window.simulation_view, window.timeline_view
+    assert sv.select_config("DDR4-3200")
+    sv.trace_edit.setText(str(DEMO))
+    tv.start_spin.setValue(0.0)
+    tv.end_spin.setValue(1.0)
+    with qtbot.waitSignal(tv.recorded, timeout=240_000):
+        assert tv.record_from_source()
+        qtbot.waitUntil(lambda: tv._parsing is not None, timeout=240_000)
+        assert tv.is_running() and not tv.record_button.isEnabled()
+        assert tv.status_label.text() == "Reading the recorded commands…"
+        QTimer.singleShot(0, went_on.set)           # runs only if the event loop does
+    assert waited == [True]
+    assert not tv.is_running() and tv.record_button.isEnabled() and tv.mark_count("RD") > 0

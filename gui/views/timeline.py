@@ -10,6 +10,8 @@ writes, read back with ``engine.jedec_check.parse_command_trace``).  The engine 
 to record only a window, so :meth:`TimelineView.record` simulates the trace up to the
 window's end (``SimOptions.cycles``) in the usual child process and keeps the commands inside
 the window: a window early in a long trace costs little, a late one costs the run up to it.
+The recorded trace is read and matched in a background thread
+(:func:`gui.timeline_requests.load_window`), never on the GUI thread.
 Request lifetimes: the command trace does not name requests, so each RD / WR is matched to
 the request it served by location (:mod:`gui.timeline_requests`, which decodes the trace's
 addresses with the config's address mapping, as the engine does).
@@ -55,6 +57,11 @@ class TimelineView(QWidget):
         self._run: Any = None
         self._tmp: tempfile.TemporaryDirectory | None = None
         self.matching: Any = None           # gui.timeline_requests.Matching of the window
+        self._parsing: Any = None           # (box, cfg, window, thread) while reading
+        from PySide6.QtCore import QTimer
+        self._parse_timer = QTimer(self)
+        self._parse_timer.setInterval(30)
+        self._parse_timer.timeout.connect(self._poll_parsed)
 
         self.start_spin = QDoubleSpinBox()
         self.start_spin.setObjectName("timelineStart")
@@ -228,18 +235,23 @@ class TimelineView(QWidget):
 
     def set_requests(self, trace: str | Path, cfg: Any, cmds: Sequence[Any],
                      window: tuple[int, int]) -> None:
-        """Match the recorded RD / WR commands to the trace's requests (for the hover's
-        lifetimes); says in the status line how many were matched."""
+        """Match the RD / WR of ``cmds`` (all commands from cycle 0, sorted) to the requests
+        of ``trace`` for the hover's lifetimes (on this thread: for small recordings)."""
         from gui.timeline_requests import match, read_requests
+        note = ""
         try:
-            addr, cycle, is_write = read_requests(trace, int(window[1]))
-            self.matching = match(cmds, cfg, addr, cycle, is_write)
+            self.matching = match(cmds, cfg, *read_requests(trace, int(window[1])))
         except Exception as exc:  # noqa: BLE001 - the timeline still shows the commands
-            self.matching = None
-            self.status_label.setText(self.status_label.text()
-                                      + f" (request lifetimes unavailable: {exc})")
-            return
+            self.matching, note = None, str(exc)
+        self._describe_matching(note)
+
+    def _describe_matching(self, note: str) -> None:
         m = self.matching
+        if m is None:
+            if note:
+                self.status_label.setText(self.status_label.text()
+                                          + f" (request lifetimes unavailable: {note})")
+            return
         self.status_label.setText(
             self.status_label.text() + f"; {m.matched} requests matched to "
             f"{m.column_commands} RD/WR, {m.forwarded} reads answered from the write queue, "
@@ -376,7 +388,8 @@ class TimelineView(QWidget):
         return start, max(end, start + 1)
 
     def is_running(self) -> bool:
-        return self._run is not None
+        """Recording, or reading the recording."""
+        return self._run is not None or self._parsing is not None
 
     def record_from_source(self) -> bool:
         if self.source is None or self.is_running():
@@ -417,28 +430,54 @@ class TimelineView(QWidget):
         self.record_button.setEnabled(True)
 
     def _on_recorded(self, _stats: Any) -> None:
-        from engine.jedec_check import parse_command_trace
-        from engine.simulator import cmd_trace_paths
+        """The recording finished: read its command trace and match the requests in a
+        background thread (a late window's trace has millions of lines: never on the GUI
+        thread), then draw (:meth:`_poll_parsed`)."""
+        import threading
+        import traceback
+
+        from gui.timeline_requests import load_window
         cfg, path, window, trace = self._pending
         self._done()
-        import dataclasses
-        cmds = []
-        try:
-            for i, p in enumerate(cmd_trace_paths(path, int(cfg.channels))):
-                if p.exists():          # refresh lines carry channel -1: the file says which
-                    cmds.extend(c if c.channel >= 0 else dataclasses.replace(c, channel=i)
-                                for c in parse_command_trace(p))
-        except Exception as exc:  # noqa: BLE001 - shown to the user
-            self._show_error(f"Cannot read the command trace: {exc}", "")
+        self.record_button.setEnabled(False)
+        self.status_label.setText("Reading the recorded commands…")
+        box: dict[str, Any] = {}
+        tmp, self._tmp = self._tmp, None
+
+        def work() -> None:
+            try:
+                box["data"] = load_window(path, cfg, window, trace)
+            except Exception as exc:  # noqa: BLE001 - shown to the user
+                box["error"] = (f"Cannot read the command trace: {exc}",
+                                traceback.format_exc())
+            finally:
+                if tmp is not None:
+                    tmp.cleanup()
+
+        self._parsing = (box, cfg, window, threading.Thread(
+            target=work, name="diffmem-timeline-read", daemon=True))
+        self._parsing[3].start()
+        self._parse_timer.start()
+
+    def _poll_parsed(self) -> None:
+        if self._parsing is None:
+            self._parse_timer.stop()
             return
-        finally:
-            if self._tmp is not None:
-                self._tmp.cleanup()
-                self._tmp = None
-        cmds.sort(key=lambda c: c.cycle)
+        box, cfg, window, thread = self._parsing
+        if thread.is_alive():
+            return
+        self._parse_timer.stop()
+        self._parsing = None
+        self.record_button.setEnabled(True)
+        if "error" in box:
+            self.status_label.setText(box["error"][0])
+            self._show_error(*box["error"])
+            return
+        data = box["data"]
         self.matching = None
-        n = self.set_commands(cmds, cfg, window)
-        self.set_requests(trace, cfg, cmds, window)
+        n = self.set_commands(data.cmds, cfg, window)
+        self.matching = data.matching
+        self._describe_matching(data.note)
         if self.link_check.isChecked() and self._link_target is not None:
             self.link_x(self._link_target)          # the epoch plots zoom to the window
         self.recorded.emit(n)
@@ -458,6 +497,8 @@ class TimelineView(QWidget):
         if run is not None:
             run.cancel()
             run.thread.wait(timeout_ms)
+        self._parse_timer.stop()
+        self._parsing = None            # a reading thread (daemon) is left to end unseen
 
     def _show_error(self, msg: str, details: str) -> None:
         from PySide6.QtWidgets import QMessageBox

@@ -20,6 +20,9 @@ def test_labels_are_1_2_5_within_three_decades_and_decades_beyond(qapp) -> None:
     axis.range = (0.0, 5.0)
     assert [s for s in axis.logTickStrings(wide, 1.0, 1.0) if s] == \
         ["1", "10¹", "10²", "10³", "10⁴", "10⁵"]
+    narrow = [math.log10(v) for v in (3e13, 4e13, 5e13)]        # the demo's EDP axis
+    axis.range = (math.log10(2.6e13), math.log10(5.3e13))
+    assert axis.logTickStrings(narrow, 1.0, 1.0) == ["3·10¹³", "4·10¹³", "5·10¹³"]
 
 
 def test_the_optimiser_loss_and_edp_axes_use_it(qapp) -> None:

@@ -1,7 +1,8 @@
 """A log-scale axis whose labels do not crowd: pyqtgraph labels every minor tick of a log axis
 (2·10¹, 3·10¹, ... 9·10¹ packed at a decade's top end), which overlap on a plot a few hundred
 pixels high.  :class:`LogAxis` keeps the ticks and labels only the 1-2-5 values, and only the
-decades when the axis spans more than three of them."""
+decades when the axis spans more than three of them; a narrow range's few ticks keep their
+labels."""
 from __future__ import annotations
 
 import math
@@ -11,6 +12,8 @@ import pyqtgraph as pg
 
 #: mantissas labelled when the axis spans up to three decades
 LABELLED = (1, 2, 5)
+#: this many ticks or fewer are all labelled (e.g. 3·10¹³, 4·10¹³, 5·10¹³)
+FEW_TICKS = 4
 
 
 def labelled_mantissa(log_value: float, decades: float) -> bool:
@@ -29,6 +32,8 @@ class LogAxis(pg.AxisItem):
             return strings
         lo, hi = self.range if getattr(self, "range", None) else (min(values), max(values))
         decades = abs(float(hi) - float(lo))
+        if len(values) <= FEW_TICKS:   # a narrow range: its few ticks all fit
+            return strings
         out = [s if labelled_mantissa(v, decades) else "" for v, s in zip(values, strings)]
         if not any(out):               # a range between two 1-2-5 values: label its ends
             out[0], out[-1] = strings[0], strings[-1]

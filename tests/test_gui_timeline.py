@@ -83,6 +83,9 @@ def test_record_a_window_and_read_its_commands(qtbot, window, tmp_path) -> None:
     xs, _ys = tv.life_data.getData()
     assert xs[-1] == pytest.approx(life.done * cfg.tCK * 1e-9)
     assert "requests matched to" in tv.status_label.text()
+    # the long texts wrap: the tab still fits the 1280 px window
+    assert tv.minimumSizeHint().width() <= window.views.width()
+    assert window.minimumSizeHint().width() <= 1280
     # status line: what was drawn
     assert tv.status_label.text().startswith(f"{len(want)} commands from 2.000 µs")
     # linked to the epoch plots' time axis

@@ -88,6 +88,7 @@ class TimelineView(QWidget):
         self.hover_label = QLabel("")
         self.hover_label.setObjectName("timelineHover")
         self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hover_label.setWordWrap(True)     # a long lifetime text must not widen the window
 
         self.plot_widget = pg.PlotWidget()
         self.plot_widget.setObjectName("timelinePlot")

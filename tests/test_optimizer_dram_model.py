@@ -12,7 +12,7 @@ import torch
 from optimizer import cosim
 from optimizer.costmodel import (DTYPE, FusionGraph, LayerBatch, MappingTensors,
                                  evaluate_schedule, network_costs)
-from optimizer.dram_model import (DENSITIES, RUN_LINES, Calibration, DramAwareHardware,
+from optimizer.dram_model import (DENSITIES, READBACK_SPANS, RUN_LINES, Calibration, DramAwareHardware,
                                   DramTerm, Observation, calibrate, config_hash, model_parts,
                                   pattern_addresses, refit)
 from optimizer.hardware import load_hardware
@@ -33,7 +33,11 @@ def _fake_calibration() -> Calibration:
                        read_cycles_per_line=_linear_table(4.0, 0.0, -1.0),
                        write_cycles_per_line=_linear_table(6.0, 0.0, 0.0),
                        read_acts_per_line=_linear_table(0.5, -0.0625, 0.0),
-                       write_acts_per_line=_linear_table(0.25, 0.0, 0.0))
+                       write_acts_per_line=_linear_table(0.25, 0.0, 0.0),
+                       readback_spans=list(READBACK_SPANS),
+                       readback_hit_burst=[1.0 if s <= 16 else 0.0 for s in READBACK_SPANS],
+                       readback_hit_paced=[1.0 if s <= 8 else 0.0 for s in READBACK_SPANS],
+                       readback_cycles_per_line=[2.0 + s / 64 for s in READBACK_SPANS])
 
 
 def _one_layer():
@@ -131,7 +135,8 @@ def test_calibration_is_cached_and_invalidated_by_a_config_change(tmp_path):
     import engine.config
     cfg = engine.config.load_config("DDR4-3200")
     first = calibrate(cfg, tmp_path)
-    assert not first.from_cache and first.engine_runs == 2 * len(RUN_LINES) * len(DENSITIES)
+    assert not first.from_cache and first.engine_runs == (2 * len(RUN_LINES) * len(DENSITIES)
+                                                    + 2 * len(READBACK_SPANS))
     files = list((tmp_path / "dram_calibration").glob("*.json"))
     assert [f.stem for f in files] == [config_hash(cfg)]
     again = calibrate(cfg, tmp_path)
@@ -277,3 +282,80 @@ def test_validation_reuses_the_loop_measurements_and_reports_ratios(tmp_path):
     assert v["dram_cycles_ratio_median"] > 0 and v["dram_energy_ratio_median"] > 0
     assert set(v["calibrated"]) >= {"kendall_tau_edp", "dram_cycles_ratio_median"}
     json.dumps(v)
+
+
+def _readback_layer():
+    """conv K=8, C=128, P=16, Q=4, 1x1; DRAM loops C=2 (outer) x P=8: the 8 output tiles
+    (8 channels x 2 rows x 4 pixels = one aligned 64-byte line each) are written in the first
+    pass over C and read back and rewritten in the second, 8 lines after their write."""
+    layer = Layer("L", "conv", {"N": 1, "K": 8, "C": 128, "P": 16, "Q": 4, "R": 1, "S": 1})
+    one = {d: 1 for d in DIMS}
+    temporal = [dict(one, C=2, P=8), dict(one, C=64), dict(one, K=8, P=2, Q=4), dict(one)]
+    order = ("C", "P", "N", "K", "Q", "R", "S")
+    return Network("rb", [layer]), LayerMapping(temporal, [order] * 4, 1, 1)
+
+
+def test_partial_sum_read_backs_use_the_calibrated_write_buffer_hits():
+    """Hand-computed: 8 read-backs at a span of 8 lines.  Paced hits (energy) remove that
+    share of the read-backs and of their rewrites; the service time charges read-back and
+    rewrite at the read-back pattern's cycles per request; the buffer's size plays no part."""
+    import dataclasses
+
+    import engine.config
+    from optimizer.dma_trace import Placement, layer_requests
+    cfg = engine.config.load_config("DDR4-3200")
+    net, m = _readback_layer()
+    sched = Schedule("rb", {"L": m})
+    lt = layer_requests(net.layers[0], m, Placement(net, "nhwc"), start=0.0, duration=100.0,
+                        read_inputs={"I": True, "W": True}, write_output=True)
+    assert lt.bytes_by_tensor["O_read"] == 8 * 64 and lt.bytes_by_tensor["O_write"] == 16 * 64
+    base = _fake_calibration()
+    none = dataclasses.replace(base, readback_hit_burst=[0.0] * len(READBACK_SPANS),
+                               readback_hit_paced=[0.0] * len(READBACK_SPANS),
+                               readback_cycles_per_line=[3.0] * len(READBACK_SPANS))
+    # paced: half the read-backs hit at span 8; back to back 7/8, and 2.5 cycles a request
+    some = dataclasses.replace(
+        none, readback_hit_paced=[max(0.0, 1 - s / 16) for s in READBACK_SPANS],
+        readback_hit_burst=[max(0.0, 1 - s / 64) for s in READBACK_SPANS],
+        readback_cycles_per_line=[2.0 + s / 16 for s in READBACK_SPANS])
+    hw = load_hardware("large")
+    p0, p1 = (model_parts(net, sched, DramAwareHardware.of(hw, DramTerm.build(cfg, c)))[0]
+              for c in (none, some))
+    # without hits the model moves every request of the trace
+    assert p0["lines"] == pytest.approx(len(lt.addr))
+    # 8 read-backs x 0.5 paced hits, each with its rewrite
+    assert p0["lines"] - p1["lines"] == pytest.approx(2 * 8 * 0.5)
+    mpa = 1.0 / cfg.tCK
+    assert p0["time"] - p1["time"] == pytest.approx(2 * 8 * (3.0 - 2.5) / mpa)
+    inc = cfg.energy_increments
+    from engine.power import io_energy_per_bit
+    io = io_energy_per_bit("DDR4")
+    per_pair = (inc["read"] * cfg.tCK + 64 * 8 * io.read_pJ_per_bit
+                + inc["write"] * cfg.tCK + 64 * 8 * io.write_pJ_per_bit)
+    assert p0["data"] - p1["data"] == pytest.approx(8 * 0.5 * per_pair)
+    # the controller's queue size is not an input any more: a bigger buffer changes nothing
+    # until the calibration (which measures it) changes
+    big = cfg.replace(trans_queue_size=4 * cfg.trans_queue_size)
+    p2 = model_parts(net, sched, DramAwareHardware.of(hw, DramTerm.build(big, some)))[0]
+    assert p2["lines"] == pytest.approx(p1["lines"]) and p2["time"] == pytest.approx(p1["time"])
+    assert config_hash(big) != config_hash(cfg)
+
+
+def test_readback_pattern_and_its_calibration_on_the_engine():
+    from optimizer.dram_model import PACED_GAP, _readback_run, readback_pattern
+    addr, isw = readback_pattern(16, lines=64)
+    lines = addr // 64
+    # 2 tiles of 8 lines written, then each visit: read the tile back, write it again
+    assert list(lines[:16]) == list(range(16)) and isw[:16].all()
+    assert list(lines[16:24]) == list(range(8)) and not isw[16:24].any()
+    assert list(lines[24:32]) == list(range(8)) and isw[24:32].all()
+    import engine.config
+    cfg = engine.config.load_config("DDR4-3200")
+    # a read-back right after its write is always served by the write buffer; one 256 lines
+    # later never is (the buffer holds 32 writes), back to back or paced
+    assert _readback_run(cfg, 2, 0)[0] == pytest.approx(1.0, abs=0.01)
+    assert _readback_run(cfg, 256, 0)[0] == 0.0
+    assert _readback_run(cfg, 256, PACED_GAP)[0] == 0.0
+    # paced, the buffer drains above its low watermark (8) whenever the queues are empty:
+    # at a span of 32 lines, fewer read-backs hit than back to back
+    assert _readback_run(cfg, 32, PACED_GAP)[0] < _readback_run(cfg, 32, 0)[0]

@@ -27,11 +27,17 @@ reaches the DRAM.  Whether it is still pending depends on how many lines were wr
 the write and its read-back (the *span*) and on how the buffer drains, which differs under
 back-to-back traffic (it fills to its high watermark) and paced traffic (it drains above the
 low watermark whenever the command queues are empty): both are measured by the engine on a
-synthetic write / read-back pattern per span (``READBACK_SPANS``), as is the service time of
-that traffic (a read and the rewrite of the same line: read/write turnarounds and the
-controller's read-before-write order).  Back-to-back hits set the service time, paced hits the
-lines moved (energy).  Consecutive output tiles that share a 64-byte line merge their writes
-with the same probability at a span of one tile.
+synthetic write / read-back pattern per span (``READBACK_SPANS``).  Back-to-back hits set
+the service time, paced hits the lines moved (energy); the read-backs and rewrites that reach
+the DRAM are timed as read and write streams of the output's pattern, and no layer is served
+faster than one request per cycle of the controller (the pattern at a span of one line, all
+hits).  The pattern's other cycles per request are recorded in the
+calibration but not used: they include the controller's read-before-write stalls, which
+depend on how soon a tile is rewritten after its read-back (one tile later in the pattern,
+far later in most schedules; charging them put one ResNet18 layer's time at 10x the
+engine's).  Output tiles shorter than a line that neighbour along the layout's innermost dim
+share lines: a tile's write merges, and its read-back hits, with the same probability at the
+span since its neighbour wrote the line (one step of the loop along that dim).
 
 Calibration runs once per memory config (about 70 short engine runs) and is cached as JSON
 under ``cache_dir`` (default ``$DIFFMEM_CACHE_DIR`` or ``~/.cache/diffmem``), keyed by a hash
@@ -69,7 +75,6 @@ READBACK_SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)   # lines written
 READBACK_TILE = 8                               # lines per tile of the read-back pattern
 PACED_GAP = 32                                  # memory cycles between paced requests
 LAYOUT_CODES = ("nhwc", "nchw", "tiled")
-K_DIM, Q_DIM = 1, 4                             # dim indices (optimizer.workload.DIMS)
 
 
 # ---- the memory's numbers -------------------------------------------------------------------
@@ -244,7 +249,7 @@ class DramTerm:
     readback_spans: tuple[float, ...] = (1.0,)
     readback_hit_burst: tuple[float, ...] = (0.0,)   # share of read-backs the buffer serves
     readback_hit_paced: tuple[float, ...] = (0.0,)
-    readback_cpl: tuple[float, ...] = ()             # accelerator cycles per request
+    request_cycles: float = 0.0        # accelerator cycles the controller takes per request
     # refit scales (1: calibration only)
     k_time: float = 1.0
     k_background: float = 1.0
@@ -292,8 +297,7 @@ class DramTerm:
                    readback_spans=tuple(float(x) for x in cal.readback_spans),
                    readback_hit_burst=tuple(float(x) for x in cal.readback_hit_burst),
                    readback_hit_paced=tuple(float(x) for x in cal.readback_hit_paced),
-                   readback_cpl=tuple(float(x) / mem_per_acc
-                                      for x in cal.readback_cycles_per_line))
+                   request_cycles=float(cal.readback_cycles_per_line[0]) / mem_per_acc)
 
     def scales(self) -> dict[str, float]:
         return {"k_time": self.k_time, "k_background": self.k_background,
@@ -465,31 +469,36 @@ def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
     kept = torch.where(total > 0, dram_reads / torch.where(total > 0, total, 1.0),
                        torch.zeros_like(total))
     # partial sums: each revisit reads an output tile back and writes it again; a read-back
-    # of a line still pending in the controller's write buffer (and its rewrite, which
-    # merges) never reaches the DRAM.  The share served so depends on the lines written in
-    # between (the span), measured by the engine back to back (service time) and paced
-    # (lines moved, energy).  Consecutive output tiles along the layout's innermost dim share
-    # a 64-byte line when the run is shorter: their writes merge with the probability of a
-    # span of one tile.
+    # of a line still pending in the controller's write buffer is served from it and its
+    # rewrite merges.  The share so served depends on the lines written in between (the
+    # span), measured by the engine back to back (service time) and paced (lines moved,
+    # energy).  Output tiles shorter than a line that neighbour along the layout's innermost
+    # dim share lines: a tile's line is also pending when a neighbour wrote it recently, i.e.
+    # one step of the loop along that dim earlier (``o_*_inner`` tiles).
     lpb_o, lx_o, ly_o = feats["O"]
     o_run = pat["O"][0]
     tile_lines = torch.clamp(pat["O"][2] * lpb_o, min=1.0)
-    inner = Q_DIM if term.layout == "nchw" else K_DIM
-    could = torch.where((c.o_step_dim == inner) & (o_run.detach() < LINE),
-                        torch.minimum(c.o_step_factor, LINE / o_run), torch.ones_like(o_run))
+    nchw = term.layout == "nchw"
+    f_sh = c.o_q_factor if nchw else c.o_k_factor
+    inner_sh = c.o_q_inner if nchw else c.o_k_inner
+    could = torch.where(o_run.detach() < LINE, torch.minimum(f_sh, LINE / o_run),
+                        torch.ones_like(o_run))
     could = torch.clamp(could, min=1.0)
     spans = term.readback_spans
-    o_reads = c.dram_o_reads * kept
-    finals = torch.clamp(dram_writes - c.dram_o_reads, min=0.0)
+    o_reads = c.dram_o_reads * kept * lpb_o                 # read-back requests
+    first_w = torch.clamp(dram_writes - c.dram_o_reads, min=0.0) * lpb_o
     g = (term.run_lines, term.densities)
     moved = {}
     for mode, table in (("burst", term.readback_hit_burst), ("paced", term.readback_hit_paced)):
-        share = 1.0 + (could - 1.0) * _interp1(table, spans, tile_lines)
-        span = torch.clamp(c.o_revisit_tiles * tile_lines / share, min=1.0)
-        hit = _interp1(table, spans, span)
-        moved[mode] = (o_reads * lpb_o / share, hit, finals * lpb_o / share, span)
+        merge = _interp1(table, spans, torch.clamp(inner_sh * tile_lines, min=1.0))
+        nb = (could - 1.0) / could * merge                  # a neighbour's write is pending
+        span = torch.clamp(c.o_revisit_tiles * tile_lines / (1.0 + (could - 1.0) * merge),
+                           min=1.0)
+        hit = 1.0 - (1.0 - _interp1(table, spans, span)) * (1.0 - nb)
+        # read-backs and their rewrites that reach the DRAM; first writes that do
+        moved[mode] = (o_reads * (1.0 - hit), first_w * (1.0 - nb))
     # energy: the lines that reach the DRAM under paced traffic
-    psum, hit, fin, _ = moved["paced"]
+    o_back, fin = moved["paced"]
     lines_r = torch.zeros_like(dram_reads)
     acts = torch.zeros_like(dram_reads)
     cyc = torch.zeros_like(dram_reads)
@@ -499,21 +508,20 @@ def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
         lines_r = lines_r + lines
         cyc = cyc + lines * _interp(term.read_cpl, *g, lx, ly)
         acts = acts + lines * _interp(term.read_apl, *g, lx, ly)
-    o_back = psum * (1.0 - hit)
     lines_r = lines_r + o_back
     acts = acts + o_back * _interp(term.read_apl, *g, lx_o, ly_o)
     lines_w = o_back + fin
     acts = acts + lines_w * _interp(term.write_apl, *g, lx_o, ly_o)
-    # service time (back to back): read-backs and rewrites at the read-back pattern's cost
-    # per request (buffer hits, turnarounds and the read-before-write order included), the
-    # final write-backs as a write stream
-    psum_b, _, fin_b, span_b = moved["burst"]
-    if term.readback_cpl:
-        cyc = cyc + 2.0 * psum_b * _interp1(term.readback_cpl, spans, span_b)
-    else:
-        cyc = cyc + psum_b * (_interp(term.read_cpl, *g, lx_o, ly_o)
-                              + _interp(term.write_cpl, *g, lx_o, ly_o))
+    # service time (back to back): the read-backs and rewrites that reach the DRAM, as a read
+    # and a write stream of the output's pattern; the first writes as a write stream
+    o_back_b, fin_b = moved["burst"]
+    cyc = cyc + o_back_b * (_interp(term.read_cpl, *g, lx_o, ly_o)
+                            + _interp(term.write_cpl, *g, lx_o, ly_o))
     cyc = cyc + fin_b * _interp(term.write_cpl, *g, lx_o, ly_o)
+    # every request takes the controller a cycle to accept, served from the write buffer or
+    # not (the read-back pattern at a span of one line: all hits)
+    requests = lines_r - o_back + 2.0 * o_reads + first_w
+    cyc = torch.maximum(cyc, requests * term.request_cycles)
     data = (lines_r * (term.read_pj_per_line + term.io_read_pj_per_line)
             + lines_w * (term.write_pj_per_line + term.io_write_pj_per_line))
     return DramParts(lines_r, lines_w, cyc * term.k_time, data * term.k_data,

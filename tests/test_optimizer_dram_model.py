@@ -366,3 +366,42 @@ def test_readback_pattern_and_its_calibration_on_the_engine():
     # paced, the buffer drains above its low watermark (8) whenever the queues are empty:
     # at a span of 32 lines, fewer read-backs hit than back to back
     assert _readback_run(cfg, 32, PACED_GAP)[0] < _readback_run(cfg, 32, 0)[0]
+
+
+def test_output_tiles_sharing_a_line_hit_the_write_buffer_like_the_engine(tmp_path):
+    """4-channel output tiles (4 bytes) of a 64-channel NHWC output: the 16 tiles of a pixel
+    share its 64-byte line, written 7 tiles apart (the Q loop of 7 inside the K loop of 16),
+    so their writes merge and the partial-sum read-backs hit the buffer although each tile
+    itself is revisited only 7168 tiles later.  The model's service time follows the
+    engine's; without the neighbour rule it is several times too long."""
+    import dataclasses
+
+    from optimizer.costmodel import schedule_network_costs
+    from optimizer.dma_trace import Placement, layer_requests
+    from optimizer.dram_model import dram_traffic
+    layer = Layer("L", "conv", {"N": 1, "K": 64, "C": 32, "P": 8, "Q": 56, "R": 1, "S": 1})
+    one = {d: 1 for d in DIMS}
+    temporal = [dict(one, C=2, P=8, Q=8), dict(one, K=16, Q=7), dict(one, C=16), dict(one)]
+    orders = [("N", "C", "P", "Q", "R", "S", "K"), ("N", "K", "P", "Q", "C", "R", "S")] * 2
+    m = LayerMapping(temporal, orders, 4, 1)
+    net = Network("share", [layer])
+    sched = Schedule("share", {"L": m})
+    memory = cosim.load_memory("DDR4-3200")
+    hw = cosim.dram_hardware(load_hardware("large"), memory, cache_dir=tmp_path)
+    nc, _ = schedule_network_costs(net, [m], [], hw)
+    c = nc.layer
+    assert float(c.o_revisit_tiles[0]) == 16 * 7 * 8 * 8
+    assert float(c.o_k_factor[0]) == 16 and float(c.o_k_inner[0]) == 7
+    lt = layer_requests(layer, m, Placement(net, "nhwc", block=16), start=0.0, duration=1.0,
+                        read_inputs={"I": True, "W": True}, write_output=True)
+    st = cosim._simulate(memory, lt.addr, lt.is_write, np.zeros(len(lt.addr), np.int64))
+    assert st.summary["num_write_buf_hits"] > 0.5 * lt.bytes_by_tensor["O_read"] / 4
+    mpa = 1.0 / memory.tCK
+    engine = st.summary["num_cycles"] / mpa
+    model = model_parts(net, sched, hw)[0]["time"]
+    assert 0.75 < model / engine < 1.33, (model, engine)
+    with torch.no_grad():
+        alone = dataclasses.replace(c, o_k_factor=torch.ones_like(c.o_k_factor))
+        without = float(dram_traffic(hw.dram, alone, nc.dram_reads, nc.dram_writes)
+                        .service_cycles[0])
+    assert without / engine > 2.0, (without, engine)

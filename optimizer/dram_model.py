@@ -461,13 +461,17 @@ class DramParts:
 def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
                  dram_writes: torch.Tensor) -> DramParts:
     """Lines, service time and per-line energy of the DRAM traffic after fusion.  Reads are
-    split over W, I and the partial sums (O) in the proportions of the unfused counts."""
+    split over W, I and the partial sums (O) in the proportions of the unfused counts; reads
+    beyond them (residual shortcuts) are one sequential stream."""
     pat = tensor_patterns(c, term.layout, term.block)
     feats = {t: _features(*pat[t]) for t in "WIO"}
     unfused = {"W": c.dram_w_reads, "I": c.dram_i_reads, "O": c.dram_o_reads}
     total = unfused["W"] + unfused["I"] + unfused["O"]
-    kept = torch.where(total > 0, dram_reads / torch.where(total > 0, total, 1.0),
-                       torch.zeros_like(total))
+    # fusion removes reads (kept < 1); reads beyond the layer's own W/I/O are the residual
+    # shortcuts added to its output, read as whole tensors (sequential lines)
+    kept = torch.where(total > 0, torch.minimum(dram_reads, total)
+                       / torch.where(total > 0, total, 1.0), torch.zeros_like(total))
+    residual_lines = torch.clamp(dram_reads - total, min=0.0) / LINE
     # partial sums: each revisit reads an output tile back and writes it again; a read-back
     # of a line still pending in the controller's write buffer is served from it and its
     # rewrite merges.  The share so served depends on the lines written in between (the
@@ -508,6 +512,11 @@ def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
         lines_r = lines_r + lines
         cyc = cyc + lines * _interp(term.read_cpl, *g, lx, ly)
         acts = acts + lines * _interp(term.read_apl, *g, lx, ly)
+    stream_x = torch.full_like(residual_lines, math.log2(term.run_lines[-1]))
+    stream_y = torch.zeros_like(residual_lines)
+    lines_r = lines_r + residual_lines
+    cyc = cyc + residual_lines * _interp(term.read_cpl, *g, stream_x, stream_y)
+    acts = acts + residual_lines * _interp(term.read_apl, *g, stream_x, stream_y)
     lines_r = lines_r + o_back
     acts = acts + o_back * _interp(term.read_apl, *g, lx_o, ly_o)
     lines_w = o_back + fin

@@ -405,3 +405,32 @@ def test_output_tiles_sharing_a_line_hit_the_write_buffer_like_the_engine(tmp_pa
         without = float(dram_traffic(hw.dram, alone, nc.dram_reads, nc.dram_writes)
                         .service_cycles[0])
     assert without / engine > 2.0, (without, engine)
+
+
+def test_residual_reads_are_their_own_stream():
+    """A layer that adds a shortcut to its output reads the shortcut once, as whole lines; the
+    model's lines equal the DMA trace's requests layer by layer (the shortcut's bytes were
+    once spread over W, I and O in proportion, inflating the partial sums)."""
+    import engine.config
+    from optimizer.dma_trace import Placement, schedule_requests
+    a = Layer("a", "conv", {"N": 1, "K": 16, "C": 16, "P": 8, "Q": 8, "R": 1, "S": 1})
+    b = Layer("b", "conv", {"N": 1, "K": 16, "C": 16, "P": 8, "Q": 8, "R": 1, "S": 1},
+              producers=("a",), residual_from=("a",))
+    net = Network("res", [a, b])
+    one = {d: 1 for d in DIMS}
+    # C split at DRAM level: partial sums are spilled and read back once
+    m = LayerMapping([dict(one, C=2), dict(one, C=8), dict(one, K=16, P=8, Q=8), dict(one)],
+                     [tuple(DIMS)] * 4, 1, 1)
+    sched = Schedule("res", {"a": m, "b": m})
+    cfg = engine.config.load_config("DDR4-3200")
+    none = dict(readback_hit_burst=[0.0] * len(READBACK_SPANS),
+                readback_hit_paced=[0.0] * len(READBACK_SPANS))
+    import dataclasses
+    term = DramTerm.build(cfg, dataclasses.replace(_fake_calibration(), **none))
+    hw = DramAwareHardware.of(load_hardware("large"), term)
+    parts = model_parts(net, sched, hw)
+    res = evaluate_schedule(net, sched, hw)
+    traces = list(schedule_requests(net, sched, res, Placement(net, "nhwc", block=16)))
+    assert traces[1].bytes_by_tensor["residual"] == 16 * 8 * 8
+    for p, lt in zip(parts, traces):
+        assert p["lines"] == pytest.approx(len(lt.addr)), lt.name

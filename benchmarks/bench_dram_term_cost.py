@@ -59,7 +59,7 @@ def main() -> int:
 
     def none(mt, lb):
         o = torch.ones(len(lb), dtype=cm.DTYPE)
-        return o, o, o
+        return o, o, o, o, o
     res: dict[str, list[float]] = {}
     models = {label: fd._Model(SearchSpace.build(net, h), 1, fd.FADiffSettings(),
                                torch.Generator().manual_seed(0))

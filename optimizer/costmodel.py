@@ -288,6 +288,9 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
         o_k_factor=k_factor, o_k_inner=k_inner, o_q_factor=q_factor, o_q_inner=q_inner)
 
 
+_K_Q = torch.tensor([K_, Q_])
+
+
 def _revisit_tiles(mt: MappingTensors, lb: LayerBatch
                    ) -> tuple[torch.Tensor, ...]:
     """Per layer, how many output tiles the accumulator drains between two visits of the same
@@ -312,15 +315,17 @@ def _revisit_tiles(mt: MappingTensors, lb: LayerBatch
     pos = torch.arange(ff.shape[1])[None, :]
     ones = torch.ones_like(ff)
     tiles = torch.where(rel & (pos < j[:, None]), ff, ones).prod(1)
-    out = [torch.where(cause.any(1), tiles, torch.ones_like(tiles))]
-    for d in (K_, Q_):
-        along = rel & (dim_idx == d)
-        has = along.any(1)
-        first = along.to(torch.int8).argmax(1)
-        factor = torch.where(has, ff.gather(1, first[:, None]).squeeze(1), torch.ones_like(tiles))
-        inner = torch.where(rel & (pos < first[:, None]), ff, ones).prod(1)
-        out += [factor, torch.where(has, inner, torch.ones_like(tiles))]
-    return tuple(out)
+    # K and Q at once: [L, 2, 14]
+    along = rel[:, None, :] & (dim_idx[:, None, :] == _K_Q[None, :, None])
+    has = along.any(2)
+    first = along.to(torch.int8).argmax(2)
+    one2 = torch.ones_like(has, dtype=ff.dtype)
+    factor = torch.where(has, ff.gather(1, first), one2)
+    inner = torch.where(rel[:, None, :] & (pos[:, None, :] < first[..., None]), ff[:, None, :],
+                        ones[:, None, :]).prod(2)
+    inner = torch.where(has, inner, one2)
+    return (torch.where(cause.any(1), tiles, torch.ones_like(tiles)), factor[:, 0], inner[:, 0],
+            factor[:, 1], inner[:, 1])
 
 
 # ---- a network: fusion, cycles, energy ------------------------------------------------------

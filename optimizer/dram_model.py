@@ -512,21 +512,20 @@ def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
         lines_r = lines_r + lines
         cyc = cyc + lines * _interp(term.read_cpl, *g, lx, ly)
         acts = acts + lines * _interp(term.read_apl, *g, lx, ly)
-    stream_x = torch.full_like(residual_lines, math.log2(term.run_lines[-1]))
-    stream_y = torch.zeros_like(residual_lines)
+    # the longest dense run of the calibration: [last run length, density 1]
+    stream = (len(term.run_lines) - 1) * len(term.densities)
     lines_r = lines_r + residual_lines
-    cyc = cyc + residual_lines * _interp(term.read_cpl, *g, stream_x, stream_y)
-    acts = acts + residual_lines * _interp(term.read_apl, *g, stream_x, stream_y)
+    cyc = cyc + residual_lines * term.read_cpl[stream]
+    acts = acts + residual_lines * term.read_apl[stream]
     lines_r = lines_r + o_back
     acts = acts + o_back * _interp(term.read_apl, *g, lx_o, ly_o)
     lines_w = o_back + fin
     acts = acts + lines_w * _interp(term.write_apl, *g, lx_o, ly_o)
+    w_cpl_o = _interp(term.write_cpl, *g, lx_o, ly_o)
     # service time (back to back): the read-backs and rewrites that reach the DRAM, as a read
     # and a write stream of the output's pattern; the first writes as a write stream
     o_back_b, fin_b = moved["burst"]
-    cyc = cyc + o_back_b * (_interp(term.read_cpl, *g, lx_o, ly_o)
-                            + _interp(term.write_cpl, *g, lx_o, ly_o))
-    cyc = cyc + fin_b * _interp(term.write_cpl, *g, lx_o, ly_o)
+    cyc = cyc + o_back_b * (_interp(term.read_cpl, *g, lx_o, ly_o) + w_cpl_o) + fin_b * w_cpl_o
     # every request takes the controller a cycle to accept, served from the write buffer or
     # not (the read-back pattern at a span of one line: all hits)
     requests = lines_r - o_back + 2.0 * o_reads + first_w

@@ -271,6 +271,11 @@ class LoopIteration:
     kept: bool = False              # the best engine-measured EDP so far
     sched: Any = None               # the Schedule object (not serialised)
     refit_hw: Any = None            # the DRAM term refit on every measurement up to this one
+    # the search's own objective: this schedule's and the best-so-far schedule's model EDP
+    # under the hardware it was optimised with (a re-optimisation that returns a schedule
+    # its own objective scores worse than the best so far fell short as a search)
+    objective_edp: float = 0.0
+    objective_edp_of_best: float = 0.0
 
 
 def _same(a: Schedule, b: Schedule) -> bool:
@@ -307,6 +312,9 @@ def closed_loop(net: Network, hw: GemminiHardware, memory: Any, *, optimize: Cal
                 {"dram_model": "term", "dram_bw": hw.dram_bw, **current.dram.scales()})
         rec = LoopIteration(it, info, sched.to_json(), list(sched.fused), res_orig.edp, cs,
                             sched=sched)
+        if best is not None:
+            rec.objective_edp = evaluate_schedule(net, sched, current).edp
+            rec.objective_edp_of_best = evaluate_schedule(net, best.sched, current).edp
         out.append(rec)
         log.info("cosim iteration %d: model EDP %.4e, engine EDP %.4e", it, res_orig.edp,
                  cs.engine_edp)
@@ -346,4 +354,8 @@ def summary(iters: list[LoopIteration]) -> dict[str, Any]:
         "fusion_changed": sorted(first.fused) != sorted(last.fused),
         "ranking_agrees": bool(model_says == engine_says),
         "schedule_changed": first.schedule["layers"] != last.schedule["layers"],
+        # per re-optimisation: its schedule's EDP over the best-so-far's, both under the DRAM
+        # term it was optimised with (> 1: the search fell short of a schedule it already had)
+        "objective_vs_best": [x.objective_edp / x.objective_edp_of_best
+                              if x.objective_edp_of_best else None for x in iters[1:]],
     }

@@ -179,8 +179,13 @@ class LayerCosts:
     is_matmul: torch.Tensor
     is_depthwise: torch.Tensor
     o_revisit_tiles: torch.Tensor   # output tiles written between two visits of one tile
-    o_step_dim: torch.Tensor        # the dim (index) of the innermost loop that moves the
-    o_step_factor: torch.Tensor     # output tile above the accumulator, and its factor
+    # the innermost loop above the accumulator along K and along Q (the layouts' innermost
+    # output dims): its factor, and the output tiles written per step of it (neighbouring
+    # tiles along that dim may share a 64-byte line)
+    o_k_factor: torch.Tensor
+    o_k_inner: torch.Tensor
+    o_q_factor: torch.Tensor
+    o_q_inner: torch.Tensor
 
 
 def _tile_factors(mt: MappingTensors) -> list[torch.Tensor]:
@@ -264,7 +269,7 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
     acc_updates = macs / mt.cs
     acc_reads = acc_updates - lb.size_o
     dram_o_reads = drains - lb.size_o
-    revisit, step_dim, step_factor = _revisit_tiles(mt, lb)
+    revisit, k_factor, k_inner, q_factor, q_inner = _revisit_tiles(mt, lb)
     return LayerCosts(
         macs=macs, dram_w_reads=sp_w_fills, dram_i_reads=sp_i_fills,
         dram_o_reads=dram_o_reads, dram_o_updates=drains,
@@ -279,18 +284,23 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
         otile_q=f[ACC][:, Q_], dim_n=lb.dims[:, N_], dim_k=lb.dims[:, K_],
         dim_c=lb.dims[:, C_], dim_p=lb.dims[:, P_], dim_q=lb.dims[:, Q_], dim_r=lb.dims[:, R_],
         dim_s=lb.dims[:, S_], dim_stride=lb.stride, is_matmul=lb.rel_w[:, N_].to(DTYPE),
-        is_depthwise=(lb.in_chan == K_).to(DTYPE), o_revisit_tiles=revisit, o_step_dim=step_dim,
-        o_step_factor=step_factor)
+        is_depthwise=(lb.in_chan == K_).to(DTYPE), o_revisit_tiles=revisit,
+        o_k_factor=k_factor, o_k_inner=k_inner, o_q_factor=q_factor, o_q_inner=q_inner)
+
+
+_K_Q = torch.tensor([K_, Q_])
 
 
 def _revisit_tiles(mt: MappingTensors, lb: LayerBatch
-                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                   ) -> tuple[torch.Tensor, ...]:
     """Per layer, how many output tiles the accumulator drains between two visits of the same
     tile (partial sums): the product of the O-relevant loops above the accumulator that sit
     inside the innermost irrelevant loop enclosing one of them (1 when no tile is revisited).
     The DRAM term uses it to tell when a spilled partial sum is still in the memory
-    controller's write buffer when it is read back.  Also the dim and factor of the innermost
-    O-relevant loop (consecutive tiles along it may share 64-byte lines; -1 and 1: none)."""
+    controller's write buffer when it is read back.  Also, for K and for Q, the factor of the
+    innermost loop above the accumulator along that dim and the product of the O-relevant
+    loops inside it (output tiles drained per step): consecutive tiles along the layout's
+    innermost dim may share 64-byte lines (1 and 1: no such loop)."""
     L = len(lb)
     lv_idx = torch.tensor([lv for lv in range(ACC - 1, -1, -1) for _ in range(7)])
     dim_idx = torch.cat([torch.flip(mt.orders[:, lv, :], [1]) for lv in range(ACC - 1, -1, -1)],
@@ -303,13 +313,19 @@ def _revisit_tiles(mt: MappingTensors, lb: LayerBatch
     cause = irr & inside
     j = cause.to(torch.int8).argmax(1)
     pos = torch.arange(ff.shape[1])[None, :]
-    tiles = torch.where(rel & (pos < j[:, None]), ff, torch.ones_like(ff)).prod(1)
-    first = rel.to(torch.int8).argmax(1)
-    has = rel.any(1)
-    step_dim = torch.where(has, dim_idx.gather(1, first[:, None]).squeeze(1),
-                           torch.full_like(first, -1).long()).to(DTYPE)
-    step_factor = torch.where(has, ff.gather(1, first[:, None]).squeeze(1), torch.ones_like(tiles))
-    return torch.where(cause.any(1), tiles, torch.ones_like(tiles)), step_dim, step_factor
+    ones = torch.ones_like(ff)
+    tiles = torch.where(rel & (pos < j[:, None]), ff, ones).prod(1)
+    # K and Q at once: [L, 2, 14]
+    along = rel[:, None, :] & (dim_idx[:, None, :] == _K_Q[None, :, None])
+    has = along.any(2)
+    first = along.to(torch.int8).argmax(2)
+    one2 = torch.ones_like(has, dtype=ff.dtype)
+    factor = torch.where(has, ff.gather(1, first), one2)
+    inner = torch.where(rel[:, None, :] & (pos[:, None, :] < first[..., None]), ff[:, None, :],
+                        ones[:, None, :]).prod(2)
+    inner = torch.where(has, inner, one2)
+    return (torch.where(cause.any(1), tiles, torch.ones_like(tiles)), factor[:, 0], inner[:, 0],
+            factor[:, 1], inner[:, 1])
 
 
 # ---- a network: fusion, cycles, energy ------------------------------------------------------

@@ -21,7 +21,25 @@ tile's innermost extents while they span the whole tensor (times the first one t
 not), the pitch between runs the product of the tensor's extents over the same dims.  The bus
 (Gemmini's DMA width, ``hw.dram_bw``) stays a separate ceiling in :func:`roofline`.
 
-Calibration runs once per memory config (about 50 short engine runs) and is cached as JSON
+Partial sums spilled by the accumulator and read back later: a read-back served from the
+controller's write buffer (and the rewrite that merges with the still-pending write) never
+reaches the DRAM.  Whether it is still pending depends on how many lines were written between
+the write and its read-back (the *span*) and on how the buffer drains, which differs under
+back-to-back traffic (it fills to its high watermark) and paced traffic (it drains above the
+low watermark whenever the command queues are empty): both are measured by the engine on a
+synthetic write / read-back pattern per span (``READBACK_SPANS``).  Back-to-back hits set
+the service time, paced hits the lines moved (energy); the read-backs and rewrites that reach
+the DRAM are timed as read and write streams of the output's pattern, and no layer is served
+faster than one request per cycle of the controller (the pattern at a span of one line, all
+hits).  The pattern's other cycles per request are recorded in the
+calibration but not used: they include the controller's read-before-write stalls, which
+depend on how soon a tile is rewritten after its read-back (one tile later in the pattern,
+far later in most schedules; charging them put one ResNet18 layer's time at 10x the
+engine's).  Output tiles shorter than a line that neighbour along the layout's innermost dim
+share lines: a tile's write merges, and its read-back hits, with the same probability at the
+span since its neighbour wrote the line (one step of the loop along that dim).
+
+Calibration runs once per memory config (about 70 short engine runs) and is cached as JSON
 under ``cache_dir`` (default ``$DIFFMEM_CACHE_DIR`` or ``~/.cache/diffmem``), keyed by a hash
 of every field of the config except its name, so an edited config recalibrates.
 
@@ -49,19 +67,22 @@ from optimizer.hardware import GemminiHardware
 log = logging.getLogger(__name__)
 
 LINE = 64
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
 RUN_LINES = (1, 2, 4, 8, 32, 128)               # calibration grid: run length in lines
 DENSITIES = (1.0, 0.5, 0.125, 1.0 / 64)         # lines of a run / lines between run starts
 PATTERN_LINES = 4096                            # lines per synthetic pattern
+READBACK_SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)   # lines written in between
+READBACK_TILE = 8                               # lines per tile of the read-back pattern
+PACED_GAP = 32                                  # memory cycles between paced requests
 LAYOUT_CODES = ("nhwc", "nchw", "tiled")
-K_DIM, Q_DIM = 1, 4                             # dim indices (optimizer.workload.DIMS)
 
 
 # ---- the memory's numbers -------------------------------------------------------------------
 def config_hash(cfg: Any) -> str:
     """A hash of every field of a memory config but its name (and the calibration grid)."""
     data = {k: v for k, v in cfg.to_dict().items() if k != "name"}
-    data["_calibration"] = [CALIBRATION_VERSION, RUN_LINES, DENSITIES, PATTERN_LINES]
+    data["_calibration"] = [CALIBRATION_VERSION, RUN_LINES, DENSITIES, PATTERN_LINES,
+                            READBACK_SPANS, READBACK_TILE, PACED_GAP]
     text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
@@ -74,7 +95,9 @@ def default_cache_dir() -> Path:
 @dataclass
 class Calibration:
     """Engine measurements on the synthetic patterns, in memory cycles per line and ACTs per
-    line, [run, density] each, reads and writes."""
+    line, [run, density] each, reads and writes; and per read-back span, the share of
+    read-backs served by the write buffer (back to back and paced) and the memory cycles per
+    request of the read-back traffic, buffer hits included (back to back)."""
 
     memory: str
     config_hash: str
@@ -84,6 +107,10 @@ class Calibration:
     write_cycles_per_line: list[list[float]]
     read_acts_per_line: list[list[float]]
     write_acts_per_line: list[list[float]]
+    readback_spans: list[int]
+    readback_hit_burst: list[float]
+    readback_hit_paced: list[float]
+    readback_cycles_per_line: list[float]
     engine_runs: int = 0
     from_cache: bool = False
 
@@ -95,6 +122,39 @@ def pattern_addresses(run: int, density: float, lines: int = PATTERN_LINES) -> n
     n_runs = max(1, lines // run)
     starts = np.arange(n_runs, dtype=np.int64) * pitch
     return ((starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel() * LINE)
+
+
+def readback_pattern(span: int, lines: int = PATTERN_LINES) -> tuple[np.ndarray, np.ndarray]:
+    """Byte addresses and write flags of a partial-sum pattern: ``span / READBACK_TILE``
+    tiles of ``READBACK_TILE`` consecutive lines (fewer when the span is shorter), written,
+    then revisited in turn: each visit reads the tile back and writes it again, so ``span``
+    lines are written between a line's write and its read-back."""
+    tile = min(READBACK_TILE, span)
+    slots = max(1, span // tile)
+    passes = max(3, lines // (slots * tile))
+    one = np.arange(slots * tile, dtype=np.int64).reshape(slots, tile)
+    first = np.stack([one, one], 1)                          # the first pass: writes only
+    addr = np.concatenate([one.ravel()] + [first.ravel()] * (passes - 1))
+    isw = np.concatenate([np.ones(one.size, bool)]
+                         + [np.stack([np.zeros_like(one, bool), np.ones_like(one, bool)],
+                                     1).ravel()] * (passes - 1))
+    return addr * LINE, isw
+
+
+def _readback_run(cfg: Any, span: int, gap: int) -> tuple[float, float]:
+    """(share of read-backs served by the write buffer, memory cycles per request, hits
+    included) of :func:`readback_pattern` with requests ``gap`` cycles apart."""
+    from engine.simulator import SimOptions, Simulator
+    addr, isw = readback_pattern(span)
+    n = len(addr)
+    sim = Simulator(cfg, SimOptions())
+    try:
+        sim.feed(addr.astype(np.uint64), isw, np.arange(n, dtype=np.int64) * gap)
+        s = sim.finish().summary
+    finally:
+        sim.close()
+    reads = int(n - isw.sum())
+    return float(s["num_write_buf_hits"]) / reads, float(s["num_cycles"]) / n
 
 
 def _engine_run(cfg: Any, addr: np.ndarray, write: bool) -> tuple[float, float]:
@@ -140,8 +200,19 @@ def calibrate(cfg: Any, cache_dir: str | Path | None = None,
             apl[write].append(row_a)
         if progress is not None:
             progress(f"calibrated {'writes' if write else 'reads'} on {cfg.name}")
+    hit_b, hit_p, rb_cpl = [], [], []
+    for span in READBACK_SPANS:
+        h, c = _readback_run(cfg, span, 0)
+        hp, _ = _readback_run(cfg, span, PACED_GAP)
+        runs += 2
+        hit_b.append(h)
+        hit_p.append(hp)
+        rb_cpl.append(c)
+    if progress is not None:
+        progress(f"calibrated partial-sum read-backs on {cfg.name}")
     cal = Calibration(cfg.name, key, list(RUN_LINES), list(DENSITIES), cpl[False], cpl[True],
-                      apl[False], apl[True], engine_runs=runs)
+                      apl[False], apl[True], list(READBACK_SPANS), hit_b, hit_p, rb_cpl,
+                      engine_runs=runs)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         from engine.fileio import atomic_write_text
@@ -169,13 +240,16 @@ class DramTerm:
     io_read_pj_per_line: float
     io_write_pj_per_line: float
     act_pj: float                      # one ACT (with its PRE)
-    write_buffer_lines: float          # the controllers' write buffers, all channels
     run_lines: tuple[float, ...]
     densities: tuple[float, ...]
     read_cpl: tuple[float, ...]        # accelerator cycles per line, [run x density] flat
     write_cpl: tuple[float, ...]
     read_apl: tuple[float, ...]        # ACTs per line
     write_apl: tuple[float, ...]
+    readback_spans: tuple[float, ...] = (1.0,)
+    readback_hit_burst: tuple[float, ...] = (0.0,)   # share of read-backs the buffer serves
+    readback_hit_paced: tuple[float, ...] = (0.0,)
+    request_cycles: float = 0.0        # accelerator cycles the controller takes per request
     # refit scales (1: calibration only)
     k_time: float = 1.0
     k_background: float = 1.0
@@ -215,12 +289,15 @@ class DramTerm:
                    io_read_pj_per_line=cmds * req * 8 * io.read_pJ_per_bit,
                    io_write_pj_per_line=cmds * req * 8 * io.write_pJ_per_bit,
                    act_pj=inc["act_energy_inc"] * tck,
-                   write_buffer_lines=float(cfg.trans_queue_size) * int(cfg.channels),
                    run_lines=tuple(float(r) for r in cal.run_lines),
                    densities=tuple(float(d) for d in cal.densities),
                    read_cpl=flat(cal.read_cycles_per_line, 1.0 / mem_per_acc),
                    write_cpl=flat(cal.write_cycles_per_line, 1.0 / mem_per_acc),
-                   read_apl=flat(cal.read_acts_per_line), write_apl=flat(cal.write_acts_per_line))
+                   read_apl=flat(cal.read_acts_per_line), write_apl=flat(cal.write_acts_per_line),
+                   readback_spans=tuple(float(x) for x in cal.readback_spans),
+                   readback_hit_burst=tuple(float(x) for x in cal.readback_hit_burst),
+                   readback_hit_paced=tuple(float(x) for x in cal.readback_hit_paced),
+                   request_cycles=float(cal.readback_cycles_per_line[0]) / mem_per_acc)
 
     def scales(self) -> dict[str, float]:
         return {"k_time": self.k_time, "k_background": self.k_background,
@@ -355,6 +432,20 @@ def _interp(table: Sequence[float], xs: Sequence[float], ys: Sequence[float],
             + v11 * tx * ty)
 
 
+def _interp1(table: Sequence[float], xs: Sequence[float], x: torch.Tensor) -> torch.Tensor:
+    """Linear interpolation of ``table`` over log2 ``xs`` at log2 ``x``, clamped to the
+    grid; differentiable in x."""
+    if len(xs) == 1:
+        return torch.full_like(x, float(table[0]))
+    gx, _, tab = _grid(tuple(table), tuple(xs), (1.0,))
+    tab = tab[:, 0]
+    lx = torch.clamp(torch.log2(torch.clamp(x, min=1e-9)), float(gx[0]), float(gx[-1]))
+    ix = torch.clamp(torch.searchsorted(gx, lx.detach().contiguous(), right=True) - 1, 0,
+                     len(xs) - 2)
+    t = (lx - gx[ix]) / (gx[ix + 1] - gx[ix])
+    return tab[ix] * (1 - t) + tab[ix + 1] * t
+
+
 @dataclass
 class DramParts:
     """Per-layer DRAM figures of the model ([..., L] tensors); energy in pJ."""
@@ -370,43 +461,75 @@ class DramParts:
 def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
                  dram_writes: torch.Tensor) -> DramParts:
     """Lines, service time and per-line energy of the DRAM traffic after fusion.  Reads are
-    split over W, I and the partial sums (O) in the proportions of the unfused counts."""
+    split over W, I and the partial sums (O) in the proportions of the unfused counts; reads
+    beyond them (residual shortcuts) are one sequential stream."""
     pat = tensor_patterns(c, term.layout, term.block)
     feats = {t: _features(*pat[t]) for t in "WIO"}
     unfused = {"W": c.dram_w_reads, "I": c.dram_i_reads, "O": c.dram_o_reads}
     total = unfused["W"] + unfused["I"] + unfused["O"]
-    kept = torch.where(total > 0, dram_reads / torch.where(total > 0, total, 1.0),
-                       torch.zeros_like(total))
-    # partial sums read back while their write is still in the controller's write buffer
-    # never reach the DRAM, nor does the write that merges with the next one
-    # (consecutive output tiles along the layout's innermost dim share a 64-byte line when
-    # the run is shorter: their writes merge, their read-backs hit the buffer)
-    lpb_o = feats["O"][0]
+    # fusion removes reads (kept < 1); reads beyond the layer's own W/I/O are the residual
+    # shortcuts added to its output, read as whole tensors (sequential lines)
+    kept = torch.where(total > 0, torch.minimum(dram_reads, total)
+                       / torch.where(total > 0, total, 1.0), torch.zeros_like(total))
+    residual_lines = torch.clamp(dram_reads - total, min=0.0) / LINE
+    # partial sums: each revisit reads an output tile back and writes it again; a read-back
+    # of a line still pending in the controller's write buffer is served from it and its
+    # rewrite merges.  The share so served depends on the lines written in between (the
+    # span), measured by the engine back to back (service time) and paced (lines moved,
+    # energy).  Output tiles shorter than a line that neighbour along the layout's innermost
+    # dim share lines: a tile's line is also pending when a neighbour wrote it recently, i.e.
+    # one step of the loop along that dim earlier (``o_*_inner`` tiles).
+    lpb_o, lx_o, ly_o = feats["O"]
     o_run = pat["O"][0]
     tile_lines = torch.clamp(pat["O"][2] * lpb_o, min=1.0)
-    inner = Q_DIM if term.layout == "nchw" else K_DIM
-    share = torch.where((c.o_step_dim == inner) & (o_run.detach() < LINE)
-                        & (tile_lines.detach() <= term.write_buffer_lines),
-                        torch.minimum(c.o_step_factor, LINE / o_run), torch.ones_like(o_run))
-    share = torch.clamp(share, min=1.0)
-    span = torch.clamp(c.o_revisit_tiles * tile_lines / share, min=1.0)
-    absorbed = torch.clamp(term.write_buffer_lines / span, max=1.0) * c.dram_o_reads
-    o_writes_lines_factor = 1.0 / share
-    unfused["O"] = (c.dram_o_reads - absorbed) / share
-    lines_r = torch.zeros_like(dram_reads)
-    cyc = torch.zeros_like(dram_reads)
-    acts = torch.zeros_like(dram_reads)
+    nchw = term.layout == "nchw"
+    f_sh = c.o_q_factor if nchw else c.o_k_factor
+    inner_sh = c.o_q_inner if nchw else c.o_k_inner
+    could = torch.where(o_run.detach() < LINE, torch.minimum(f_sh, LINE / o_run),
+                        torch.ones_like(o_run))
+    could = torch.clamp(could, min=1.0)
+    spans = term.readback_spans
+    o_reads = c.dram_o_reads * kept * lpb_o                 # read-back requests
+    first_w = torch.clamp(dram_writes - c.dram_o_reads, min=0.0) * lpb_o
     g = (term.run_lines, term.densities)
-    for t in "WIO":
+    moved = {}
+    for mode, table in (("burst", term.readback_hit_burst), ("paced", term.readback_hit_paced)):
+        merge = _interp1(table, spans, torch.clamp(inner_sh * tile_lines, min=1.0))
+        nb = (could - 1.0) / could * merge                  # a neighbour's write is pending
+        span = torch.clamp(c.o_revisit_tiles * tile_lines / (1.0 + (could - 1.0) * merge),
+                           min=1.0)
+        hit = 1.0 - (1.0 - _interp1(table, spans, span)) * (1.0 - nb)
+        # read-backs and their rewrites that reach the DRAM; first writes that do
+        moved[mode] = (o_reads * (1.0 - hit), first_w * (1.0 - nb))
+    # energy: the lines that reach the DRAM under paced traffic
+    o_back, fin = moved["paced"]
+    lines_r = torch.zeros_like(dram_reads)
+    acts = torch.zeros_like(dram_reads)
+    cyc = torch.zeros_like(dram_reads)
+    for t in "WI":
         lpb, lx, ly = feats[t]
         lines = unfused[t] * kept * lpb
         lines_r = lines_r + lines
         cyc = cyc + lines * _interp(term.read_cpl, *g, lx, ly)
         acts = acts + lines * _interp(term.read_apl, *g, lx, ly)
-    lpb, lx, ly = feats["O"]
-    lines_w = torch.clamp(dram_writes - absorbed, min=0.0) * lpb * o_writes_lines_factor
-    cyc = cyc + lines_w * _interp(term.write_cpl, *g, lx, ly)
-    acts = acts + lines_w * _interp(term.write_apl, *g, lx, ly)
+    # the longest dense run of the calibration: [last run length, density 1]
+    stream = (len(term.run_lines) - 1) * len(term.densities)
+    lines_r = lines_r + residual_lines
+    cyc = cyc + residual_lines * term.read_cpl[stream]
+    acts = acts + residual_lines * term.read_apl[stream]
+    lines_r = lines_r + o_back
+    acts = acts + o_back * _interp(term.read_apl, *g, lx_o, ly_o)
+    lines_w = o_back + fin
+    acts = acts + lines_w * _interp(term.write_apl, *g, lx_o, ly_o)
+    w_cpl_o = _interp(term.write_cpl, *g, lx_o, ly_o)
+    # service time (back to back): the read-backs and rewrites that reach the DRAM, as a read
+    # and a write stream of the output's pattern; the first writes as a write stream
+    o_back_b, fin_b = moved["burst"]
+    cyc = cyc + o_back_b * (_interp(term.read_cpl, *g, lx_o, ly_o) + w_cpl_o) + fin_b * w_cpl_o
+    # every request takes the controller a cycle to accept, served from the write buffer or
+    # not (the read-back pattern at a span of one line: all hits)
+    requests = lines_r - o_back + 2.0 * o_reads + first_w
+    cyc = torch.maximum(cyc, requests * term.request_cycles)
     data = (lines_r * (term.read_pj_per_line + term.io_read_pj_per_line)
             + lines_w * (term.write_pj_per_line + term.io_write_pj_per_line))
     return DramParts(lines_r, lines_w, cyc * term.k_time, data * term.k_data,

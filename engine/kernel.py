@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.timing import (ACT, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB,
+from engine.timing import (ACT, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB, SREFE,
                            SAME_BANK, SAME_BG, SAME_RANK, WR, WRP)
 
 INF = np.int64(1) << np.int64(62)
@@ -544,7 +544,7 @@ def _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t):
             _raise(b_timing, ch, c, base, base + rank, v)
             _raise(b_timing, ch, c, base + rank + 1, base + P[P_RANKS], v)
         return
-    if cmd == REF or cmd >= 8:
+    if cmd == REF or cmd >= SREFE:
         for k in range(TN[SAME_RANK, cmd]):
             _raise(b_timing, ch, TX[SAME_RANK, cmd, k], r0, r1, t + TD[SAME_RANK, cmd, k])
         return

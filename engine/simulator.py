@@ -26,7 +26,7 @@ from engine import kernel as K
 from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check_gaps,
                                check_span)
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
-from engine.timing import COMMAND_NAMES, build_tables, folding_is_exact
+from engine.timing import COMMAND_NAMES, NCMD, build_tables, folding_is_exact
 
 if TYPE_CHECKING:
     from engine.stats import Stats
@@ -153,7 +153,7 @@ class Simulator:
         P[K.P_TFAW] = cfg.tFAW
         P[K.P_T32AW] = cfg.t32AW
         P[K.P_IS_GDDR] = int(bool(cfg.is_gddr))
-        P[K.P_DUAL_CMD] = int(bool(cfg.hbm_dual_cmd) and bool(cfg.is_hbm))
+        P[K.P_DUAL_CMD] = int(cfg.dual_cmd_eff)
         P[K.P_READ_DELAY] = cfg.read_delay
         P[K.P_WRITE_DELAY] = cfg.write_delay
         P[K.P_SHIFT] = cfg.shift_bits
@@ -218,7 +218,7 @@ class Simulator:
         s["b_row"] = np.full((nch, nb), -1, np.int64)
         s["b_hits"] = z((nch, nb), np.int64)
         # [channel, command, slot]: a slot per bank, bank group, rank and other-rank set
-        s["b_timing"] = z((nch, 10, nb + nb // cfg.banks_per_group_eff + 2 * ranks), np.int64)
+        s["b_timing"] = z((nch, NCMD, nb + nb // cfg.banks_per_group_eff + 2 * ranks), np.int64)
         s["b_open_since"] = z((nch, nb), np.int64)
         s["b_last_conflict"] = z((nch, nb), np.int64)
         s["b_streak"] = z((nch, nb), np.int64)

@@ -226,8 +226,11 @@ def parse_command_trace(path_or_lines: str | Path | Iterable[str]) -> list[Cmd]:
             raise error(f"negative cycle {cycle}")
         if rank < 0:
             raise error(f"{kind} without a rank")
-        if kind not in _RANK_CMDS and (bg < 0 or bank < 0):
+        if kind not in _RANK_CMDS and bank < 0:
             raise error(f"{kind} needs a bank group and bank")
+        if kind not in _RANK_CMDS and bg < 0 and kind != REF_BANK:
+            raise error(f"{kind} needs a bank group and bank (only a same-bank "
+                        f"refresh_bank may give bank group -1: every bank group)")
         cmds.append(Cmd(lineno, cycle, kind, ch, rank, bg, bank, row, col))
     logger.debug("parsed %d commands from %s", len(cmds), path or "<lines>")
     return cmds

@@ -39,7 +39,8 @@ PAGE_POLICIES = {"open": K.PAGE_OPEN, "close": K.PAGE_CLOSE,
                  "open_adaptive": K.PAGE_OPEN_ADAPTIVE, "early_precharge": K.PAGE_EARLY_PRE}
 REFRESH_POLICIES = {"RANK_LEVEL_STAGGERED": K.REF_RANK_STAGGERED,
                     "RANK_LEVEL_SIMULTANEOUS": K.REF_RANK_SIMULTANEOUS,
-                    "BANK_LEVEL_STAGGERED": K.REF_BANK_STAGGERED}
+                    "BANK_LEVEL_STAGGERED": K.REF_BANK_STAGGERED,
+                    "SAME_BANK_STAGGERED": K.REF_SAME_BANK}
 HIST_BINS = 1 << 15          # latency histogram resolution: 1 cycle up to 32767 cycles
 CMD_LOG_ROWS = 1 << 16
 COMP_ROWS = 1 << 18

@@ -158,6 +158,21 @@ PRECHARGE_SPACING: tuple[Constraint, ...] = (
     Constraint(OTHER_BG, (PRE,), (PRE,), "pre_pre"),
 )
 
+def jedec_refresh_bank_rules(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
+    """The JEDEC rule for ACT -> per-bank/same-bank REFRESH to *another* bank: tRRD (as an
+    ACT to another bank), not DRAMsim3's tRC. With DRAMsim3's rule every ACT anywhere in the
+    rank pushes the pending per-bank refresh back by tRC, so under random traffic per-bank
+    refresh starves (seen on LPDDR5: 9 x tREFI exceeded); the native standards use this."""
+    out = []
+    for c in constraints:
+        if c.preceding == (ACT,) and c.following == (REFB,) and c.scope in (SAME_BG, OTHER_BG):
+            out.append(Constraint(c.scope, c.preceding, c.following,
+                                  "act_act_l" if c.scope == SAME_BG else "act_act_s"))
+        else:
+            out.append(c)
+    return tuple(out)
+
+
 ALL_REFRESH_POLICIES = ("RANK_LEVEL_SIMULTANEOUS", "RANK_LEVEL_STAGGERED", "BANK_LEVEL_STAGGERED")
 REFAB = RefreshKind("REFab", REF, "rank", "tRFC", "tREFI",
                     ("RANK_LEVEL_SIMULTANEOUS", "RANK_LEVEL_STAGGERED"))

@@ -13,10 +13,11 @@ Modelled as the engine models every DDR standard, with these DDR5 rules on top:
   tREFI / banks_per_group); its cycle time is ``tRFCb`` (tRFCsb) and another bank may be
   activated ``tREFSBRD`` after it; REFab (``RANK_LEVEL_*``) uses ``tRFC`` (tRFC1) every
   ``tREFI`` (3.9 us);
+* ACT -> REFsb of other banks waits tRRD (JEDEC), not DRAMsim3's tRC;
 * DDR5 lets a controller postpone at most 4 REFab commands (JESD79-5, refresh command
   scheduling), so the checker demands no gap over 5 x tREFI.
 """
-from .base import (ACT, DRAMSIM3_CONSTRAINTS, LEVELS_DDR, OTHER_BG, PRECHARGE_SPACING, RD,
+from .base import (jedec_refresh_bank_rules, ACT, DRAMSIM3_CONSTRAINTS, LEVELS_DDR, OTHER_BG, PRECHARGE_SPACING, RD,
                    RDP, REFAB, REFB, SAME_BG, WR, WRP, Constraint, RefreshKind, Standard,
                    dramsim3_commands)
 
@@ -42,7 +43,7 @@ def _refsb_act(cfg, d):
 STANDARD = Standard(
     name="DDR5", family="DDR", document="JESD79-5", levels=LEVELS_DDR,
     commands=dramsim3_commands(refresh_bank="REFsb", two_cycle=(ACT, RD, RDP, WR, WRP)),
-    constraints=_CONSTRAINTS, refresh=(REFAB, REFSB),
+    constraints=jedec_refresh_bank_rules(_CONSTRAINTS), refresh=(REFAB, REFSB),
     presets=("DDR5-3200AN", "DDR5-4800B"), dramsim3=False, bl_choices=(16,),
     max_postponed_refresh=4,
     delay_rules={"wr_wr_l": _wr_wr_l, "refsb_act": _refsb_act},

@@ -15,15 +15,17 @@ Modelled with these LPDDR5 rules on top of the common ones:
   tREFI / 16, so each bank is still refreshed every tREFI;
 * WCK2CK synchronisation (CAS-WS) is not modelled: the presets assume WCK always-on mode,
   a JEDEC option, in which no CAS command precedes reads and writes;
-* tPPD applies between precharges; at most 8 REFab may be postponed.
+* tPPD applies between precharges; at most 8 REFab may be postponed;
+* ACT -> REFpb of another bank waits tRRD (JEDEC), not DRAMsim3's tRC (see
+  base.jedec_refresh_bank_rules).
 """
-from .base import (ACT, DRAMSIM3_CONSTRAINTS, LEVELS_DDR, PRECHARGE_SPACING, REFAB, Standard,
+from .base import (jedec_refresh_bank_rules, ACT, DRAMSIM3_CONSTRAINTS, LEVELS_DDR, PRECHARGE_SPACING, REFAB, Standard,
                    dramsim3_commands, per_bank_refresh)
 
 STANDARD = Standard(
     name="LPDDR5", family="LPDDR", document="JESD209-5", levels=LEVELS_DDR,
     commands=dramsim3_commands(refresh_bank="REFpb", two_cycle=(ACT,)),
-    constraints=DRAMSIM3_CONSTRAINTS + PRECHARGE_SPACING,
+    constraints=jedec_refresh_bank_rules(DRAMSIM3_CONSTRAINTS + PRECHARGE_SPACING),
     refresh=(REFAB, per_bank_refresh("REFpb")),
     presets=("LPDDR5-6400", "LPDDR5-3200-16B"), wck_clock=True, dramsim3=False,
     bl_choices=(16, 32), extra_fields=("wck_ratio",), checker={"tPPD": True})

@@ -916,10 +916,18 @@ def save_preset(cfg: MemoryConfig, path: str | os.PathLike[str], *, header: str 
 
 
 def load_config(spec: str | os.PathLike[str]) -> MemoryConfig:
-    """A preset name (``"DDR4-3200"``), a ``.toml`` preset path or a DRAMsim3 ``.ini`` path."""
+    """A preset name (``"DDR4-3200"``), a ``.toml`` preset path, a DRAMsim3 ``.ini`` path or a
+    Ramulator 2 ``.yaml`` run file (engine.ramulator: its memory system as we model it; the
+    differences from Ramulator's own controller are logged)."""
     suffix = Path(spec).suffix.lower()
     if suffix == ".ini":
         return load_ini(spec)
+    if suffix in (".yaml", ".yml"):
+        from .ramulator.config import load_yaml
+        ram = load_yaml(spec)
+        for note in ram.differences:
+            log.info("%s: %s", spec, note)
+        return ram.memory
     return load_preset(spec)
 
 

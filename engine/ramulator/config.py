@@ -53,6 +53,14 @@ class RamulatorConfig:
     scheduler: str
     exact: bool                  # organisation, timings, mapping and refresh all carried over
     differences: list[str] = field(default_factory=list)
+    # ---- Ramulator's own view (for the Ramulator-compatible mode, engine.ramulator.compat)
+    standard: str = ""
+    timings: dict[str, int] = field(default_factory=dict)   # every nXXX, in cycles
+    counts: tuple[int, ...] = ()     # channel, rank, bankgroup, bank, row, column
+    prefetch: int = 0
+    channel_width: int = 0
+    frontend_ratio: int = 1
+    memory_ratio: int = 1
 
 
 def _get(tree: Any, path: str, file: Path, default: Any = ..., kind: type | tuple = object) -> Any:
@@ -222,4 +230,8 @@ def load_yaml(path: str | os.PathLike[str]) -> RamulatorConfig:
                      f"{int(math.log2(prefetch * width // 8))} bits, ours {cfg.shift_bits}")
     return RamulatorConfig(memory=cfg, path=file, offer_interval=mem_ratio // fe_ratio,
                            mapper=mapper, row_policy=rowpol, row_policy_cap=cap,
-                           scheduler=sched, exact=exact, differences=diffs)
+                           scheduler=sched, exact=exact, differences=diffs, standard=impl,
+                           timings=t, counts=(channels, ranks, bgs, counts["bank"],
+                                              counts["row"], counts["column"]),
+                           prefetch=prefetch, channel_width=width, frontend_ratio=fe_ratio,
+                           memory_ratio=mem_ratio)

@@ -132,6 +132,7 @@ class _Device:
         self.state = [CLOSED] * nb
         self.row = [-1] * nb
         self.clk = 0
+        self.memo: dict[tuple[int, int], int] = {}
         self.future: list[tuple[int, int, tuple[int, ...]]] = []   # (clk, cmd, av)
         self.rd, self.wr = self.cmd["RD"], self.cmd["WR"]
         self.act, self.pre = self.cmd["ACT"], self.cmd["PRE"]
@@ -169,12 +170,17 @@ class _Device:
         scope = self.scope[cmd]
         depth = min(scope, BANK) + 1
         if len(nodes) >= depth:           # fast path: one node per level
+            key = (cmd, nodes[depth - 1])
+            r = self.memo.get(key)
+            if r is not None:
+                return r
             ready = self.ready
             r = -1
             for lv in range(depth):
                 x = ready[lv][nodes[lv]][cmd]
                 if x > r:
                     r = x
+            self.memo[key] = r            # valid until the next command changes timings
             return r
 
         def walk(level: int, ids: tuple[int, ...]) -> int:
@@ -186,6 +192,7 @@ class _Device:
 
     def issue(self, cmd: int, av: tuple[int, ...]) -> None:
         clk = self.clk
+        self.memo.clear()
         self._timing(CHANNEL, (av[0],), cmd, av, clk)
         self._states(cmd, av)
         rule = self.future_rule.get(cmd)
@@ -333,6 +340,21 @@ class _Controller:
                     self.stats.read_latency_sum += r.depart - r.arrive
                 self.pending.popleft()
 
+    def _first_ready(self, buf: list[_Req]) -> tuple[_Req | None, bool]:
+        """FRFCFS on a buffer kept in arrival order (read / write buffers: entries arrive one
+        a cycle, appended): the first ready entry, else the first (oldest) entry."""
+        dev = self.dev
+        clk = dev.clk
+        for r in buf:
+            r.command = dev.preq(r.final, r.av, r.nodes)
+            if dev.earliest(r.command, r.av, r.nodes) <= clk:
+                return r, True
+        if buf:
+            first = buf[0]
+            first.command = dev.preq(first.final, first.av, first.nodes)
+            return first, False
+        return None, False
+
     def _best(self, buf: list[_Req]) -> tuple[_Req | None, bool]:
         dev = self.dev
         best, best_ready = None, False
@@ -364,7 +386,7 @@ class _Controller:
                 elif len(self.writes) < WR_LOW * BUF_MAX and self.reads:
                     self.write_mode = False
                 b = self.writes if self.write_mode else self.reads
-                best, ok = self._best(b)
+                best, ok = self._first_ready(b)
                 if best is None or not ok:
                     return None, None
                 req, buf = best, b

@@ -87,8 +87,9 @@ _DDR4_ROWS = {
 def _ddr5(cl: int, rc: int) -> dict[str, int]:
     cwl = cl - 2
     return dict(rate=3200, nBL=8, nCL=cl, nRCD=cl, nRP=cl, nRAS=52, nRC=rc, nWR=48, nRTP=12,
-                nCWL=cwl, nCCDS=8, nCCDL=8, nCCDL_WR=16, nWTRS=4, nWTRL=16, nRRDS=8,
-                nREFSBRD=30, nCS=2, nPPD=2)
+                nCWL=cwl, nCCDS=8, nCCDS_WR=8, nCCDS_WTR=cwl + 8 + 4, nCCDL=8, nCCDL_WR=16,
+                nCCDL_WTR=cwl + 8 + 16, nWTRS=4, nWTRL=16, nRRDS=8, nREFSBRD=30, nCS=2,
+                nPPD=2)
 
 
 TIMING_PRESETS: dict[str, dict[str, int]] = {
@@ -144,7 +145,9 @@ def derived_timings(standard: str, org: OrgPreset, t: dict[str, int], tck_ps: in
     elif standard == "DDR5":
         out.update(nRRDL=5, nFAW=40 if org.dq == 4 else 32)
         d = (8192, 16384, 32768).index(org.density_mb)
-        out["nRFC"] = jedec_rounding_ddr5((195, 295, 410)[d], tck_ps)
+        out["nRFC"] = out["nRFC1"] = jedec_rounding_ddr5((195, 295, 410)[d], tck_ps)
+        if org.dq == 4:
+            out["nCCDL_WR"] = 32          # Ramulator's x4 tCCD_L_WR2 table
         out["nRFCsb"] = jedec_rounding_ddr5((115, 130, 190)[d], tck_ps)
         out["nREFI"] = jedec_rounding_ddr5(3900, tck_ps)
     elif standard == "LPDDR5":

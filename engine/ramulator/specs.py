@@ -91,4 +91,57 @@ DDR4 = DeviceSpec(
         _c(BANK, "WRA", "ACT", lambda t: t["nCWL"] + t["nBL"] + t["nWR"] + t["nRP"]),
     ))
 
-SPECS = {"DDR4": DDR4}
+_DDR5_CMDS = ("ACT", "PRE", "PREA", "PREsb", "RD", "WR", "RDA", "WRA", "REFab", "REFsb",
+              "REFab_end", "REFsb_end")
+DDR5 = DeviceSpec(
+    name="DDR5",
+    commands=_DDR5_CMDS,
+    scope={"ACT": ROW, "PRE": BANK, "PREA": RANK, "PREsb": BANK, "RD": COLUMN, "WR": COLUMN,
+           "RDA": COLUMN, "WRA": COLUMN, "REFab": RANK, "REFsb": BANK, "REFab_end": RANK,
+           "REFsb_end": BANK},
+    opening=frozenset({"ACT"}),
+    closing=frozenset({"PRE", "PREA", "PREsb", "RDA", "WRA", "REFab_end", "REFsb_end"}),
+    read_latency=lambda t: t["nCL"] + t["nBL"],
+    future={"REFab": ("REFab_end", lambda t: t["nRFC1"] - 1),
+            "REFsb": ("REFsb_end", lambda t: t["nRFCsb"] - 1)},
+    constraints=(
+        # two-cycle commands: nothing else on the channel in the next cycle
+        _c(CHANNEL, "ACT RD RDA WR WRA", " ".join(_DDR5_CMDS), lambda t: 2),
+        _c(CHANNEL, "RD RDA", "RD RDA", lambda t: t["nBL"]),
+        _c(CHANNEL, "WR WRA", "WR WRA", lambda t: t["nBL"]),
+        _c(RANK, "RD RDA", "RD RDA", lambda t: t["nCCDS"]),
+        _c(RANK, "WR WRA", "WR WRA", lambda t: t["nCCDS_WR"]),
+        _c(RANK, "RD RDA", "WR WRA", lambda t: t["nCL"] + t["nBL"] + 2 - t["nCWL"] + 2),
+        _c(RANK, "WR WRA", "RD RDA", lambda t: t["nCCDS_WTR"]),
+        _c(RANK, "RD RDA", "RD RDA WR WRA", lambda t: t["nBL"] + t["nCS"], sibling=True),
+        _c(RANK, "WR WRA", "RD RDA", lambda t: t["nCL"] + t["nBL"] + t["nCS"] - t["nCWL"],
+           sibling=True),
+        _c(RANK, "RD", "PREA", lambda t: t["nRTP"]),
+        _c(RANK, "WR", "PREA", lambda t: t["nCWL"] + t["nBL"] + t["nWR"]),
+        _c(RANK, "ACT", "ACT", lambda t: t["nRRDS"]),
+        _c(RANK, "ACT", "ACT", lambda t: t["nFAW"], window=4),
+        _c(RANK, "ACT", "PREA", lambda t: t["nRAS"]),
+        _c(RANK, "PREA", "ACT", lambda t: t["nRP"]),
+        _c(RANK, "ACT", "REFab", lambda t: t["nRC"]),
+        _c(RANK, "PRE PREsb", "REFab", lambda t: t["nRP"]),
+        _c(RANK, "PREA", "REFab REFsb", lambda t: t["nRP"]),
+        _c(RANK, "RDA", "REFab", lambda t: t["nRP"] + t["nRTP"]),
+        _c(RANK, "WRA", "REFab", lambda t: t["nCWL"] + t["nBL"] + t["nWR"] + t["nRP"]),
+        _c(RANK, "REFab", "ACT PREA REFab REFsb", lambda t: t["nRFC1"]),
+        _c(RANK, "REFsb", "PREA REFab", lambda t: t["nRFCsb"]),
+        _c(BANKGROUP, "RD RDA", "RD RDA", lambda t: t["nCCDL"]),
+        _c(BANKGROUP, "WR WRA", "WR WRA", lambda t: t["nCCDL_WR"]),
+        _c(BANKGROUP, "WR WRA", "RD RDA", lambda t: t["nCCDL_WTR"]),
+        _c(BANKGROUP, "ACT", "ACT", lambda t: t["nRRDL"]),
+        _c(BANK, "ACT", "ACT REFsb", lambda t: t["nRC"]),
+        _c(BANK, "ACT", "RD RDA WR WRA", lambda t: t["nRCD"]),
+        _c(BANK, "ACT", "PRE PREsb", lambda t: t["nRAS"]),
+        _c(BANK, "PRE PREsb", "ACT REFsb", lambda t: t["nRP"]),
+        _c(BANK, "RD", "PRE PREsb", lambda t: t["nRTP"]),
+        _c(BANK, "WR", "PRE PREsb", lambda t: t["nCWL"] + t["nBL"] + t["nWR"]),
+        _c(BANK, "RDA", "ACT REFsb", lambda t: t["nRTP"] + t["nRP"]),
+        _c(BANK, "WRA", "ACT REFsb", lambda t: t["nCWL"] + t["nBL"] + t["nWR"] + t["nRP"]),
+        _c(BANK, "WR", "RDA", lambda t: t["nCWL"] + t["nBL"] + t["nWR"] - t["nRTP"]),
+    ))
+
+SPECS = {"DDR4": DDR4, "DDR5": DDR5}

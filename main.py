@@ -24,8 +24,8 @@ DEMO_OUT = (Path.cwd() if FROZEN else REPO) / "demo_out"    # the bundle's folde
 MAX_VIOLATIONS_SHOWN = 20
 PROGRESS_EVERY_S = 2.0
 
-SCHEDULER_CHOICES = ("dramsim3", "fcfs", "frfcfs", "parbs")
-PAGE_POLICY_CHOICES = ("open", "close", "open_adaptive", "early_precharge")
+from engine.policies import PAGE_POLICIES as PAGE_POLICY_CHOICES  # noqa: E402 (declared once)
+from engine.policies import SCHEDULERS as SCHEDULER_CHOICES  # noqa: E402
 METHOD_CHOICES = ("fadiff", "ga", "bo", "random", "dosa")     # optimize/compare --method
 
 log = logging.getLogger("diffmem")

@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 from . import standards
 from .errors import ConfigError
 from .fileio import atomic_write_text
+from .policies import PAGE_POLICIES, REFRESH_POLICIES, SCHEDULERS
 from .standards import PROTOCOLS
 
 log = logging.getLogger(__name__)
@@ -39,15 +40,11 @@ log = logging.getLogger(__name__)
 #: Folder of the shipped DRAM presets.
 PRESET_DIR = Path(__file__).resolve().parents[1] / "resources" / "presets" / "dram"
 
-# PROTOCOLS (every DRAM standard's name) comes from engine.standards, one module each.
-#: In DRAMsim3's ``RefreshPolicy`` enum order (the index is DRAMsim3's numeric value), then
-#: ours: SAME_BANK_STAGGERED = DDR5's REFsb (bank b of every bank group at once).
-REFRESH_POLICIES = ("RANK_LEVEL_SIMULTANEOUS", "RANK_LEVEL_STAGGERED", "BANK_LEVEL_STAGGERED",
-                    "SAME_BANK_STAGGERED")
+# PROTOCOLS (every DRAM standard's name) comes from engine.standards, one module each;
+# REFRESH_POLICIES (DRAMsim3's RefreshPolicy enum order, then DDR5's SAME_BANK_STAGGERED),
+# SCHEDULERS and PAGE_POLICIES from engine.policies, declared once.
 QUEUE_STRUCTURES = ("PER_BANK", "PER_RANK")
 ROW_BUF_POLICIES = ("OPEN_PAGE", "CLOSE_PAGE")
-SCHEDULERS = ("dramsim3", "fcfs", "frfcfs", "parbs")
-PAGE_POLICIES = ("open", "close", "open_adaptive", "early_precharge")
 ADDRESS_FIELDS = ("ch", "ra", "bg", "ba", "ro", "co")
 SECTIONS = ("organisation", "timing", "power", "controller")
 _INI_SECTIONS = ("dram_structure", "timing", "power", "system", "other", "hmc", "diffmem")

@@ -43,10 +43,12 @@ NP = 47
 
 # SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
 # bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
-SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS, SCHED_DRAMSIM3_RR = range(5)
-PAGE_OPEN, PAGE_CLOSE, PAGE_OPEN_ADAPTIVE, PAGE_EARLY_PRE = range(4)
-# REF_SAME_BANK: DDR5's REFsb, bank b of every bank group at once (refq bank group -1)
-REF_RANK_STAGGERED, REF_RANK_SIMULTANEOUS, REF_BANK_STAGGERED, REF_SAME_BANK = range(4)
+# policy codes: declared once, in engine.policies (REF_SAME_BANK: DDR5's REFsb, bank b of
+# every bank group at once, refq bank group -1)
+from engine.policies import (PAGE_CLOSE, PAGE_EARLY_PRE, PAGE_OPEN,  # noqa: E402,F401
+                             PAGE_OPEN_ADAPTIVE, REF_BANK_STAGGERED, REF_RANK_SIMULTANEOUS,
+                             REF_RANK_STAGGERED, REF_SAME_BANK, SCHED_DRAMSIM3,
+                             SCHED_DRAMSIM3_RR, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS)
 
 # ---- per-channel scalar state CS[ch, k] --------------------------------------------------
 (CS_QIDX, CS_WDRAIN, CS_INREF, CS_REFQ_HEAD, CS_REFQ_N, CS_REF_RANK, CS_REF_BG, CS_REF_BANK,

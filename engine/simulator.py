@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 import numpy as np
 
 from engine import kernel as K
+from engine import policies
 from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check_gaps,
                                check_span)
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
@@ -33,14 +34,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEDULERS = {"dramsim3": K.SCHED_DRAMSIM3, "fcfs": K.SCHED_FCFS, "frfcfs": K.SCHED_FRFCFS,
-              "parbs": K.SCHED_PARBS}
-PAGE_POLICIES = {"open": K.PAGE_OPEN, "close": K.PAGE_CLOSE,
-                 "open_adaptive": K.PAGE_OPEN_ADAPTIVE, "early_precharge": K.PAGE_EARLY_PRE}
-REFRESH_POLICIES = {"RANK_LEVEL_STAGGERED": K.REF_RANK_STAGGERED,
-                    "RANK_LEVEL_SIMULTANEOUS": K.REF_RANK_SIMULTANEOUS,
-                    "BANK_LEVEL_STAGGERED": K.REF_BANK_STAGGERED,
-                    "SAME_BANK_STAGGERED": K.REF_SAME_BANK}
+# policy name -> kernel code, from the one declaration in engine.policies
+SCHEDULERS = dict(policies.SCHEDULER_CODES)
+PAGE_POLICIES = dict(policies.PAGE_POLICY_CODES)
+REFRESH_POLICIES = dict(policies.REFRESH_POLICY_CODES)
 HIST_BINS = 1 << 15          # latency histogram resolution: 1 cycle up to 32767 cycles
 CMD_LOG_ROWS = 1 << 16
 COMP_ROWS = 1 << 18

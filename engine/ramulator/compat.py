@@ -411,7 +411,7 @@ class _Controller:
                 if len(self.priority) > PRIORITY_MAX:
                     raise RuntimeError("Failed to send refresh!")
                 self.priority.append(_Req(-1, av, REFRESH, self.final[REFRESH],
-                                          nodes=dev_nodes(self.dev, av)))
+                                          nodes=self.dev.nodes(av)))
             changed = True
         req, buf = self._pick()
         if req is None:
@@ -464,16 +464,11 @@ class _Controller:
         return max(t, self.clk + 1)
 
 
-def dev_nodes(dev: _Device, av: tuple[int, ...]) -> tuple[int, ...]:
-    return dev.nodes(av)
-
-
 def _mapper(ram: RamulatorConfig):
     counts = list(ram.counts)
     bits = [max(0, (c - 1).bit_length()) if c > 1 else 0 for c in counts]
     bits[-1] -= max(0, (ram.prefetch - 1).bit_length())
     offset = (ram.prefetch * ram.channel_width // 8).bit_length() - 1
-    order = list(range(6)) if ram.mapper == "ChRaBaRoCo" else None
 
     def apply(addr: int) -> tuple[int, ...]:
         a = addr >> offset
@@ -487,7 +482,6 @@ def _mapper(ram: RamulatorConfig):
                 av[i] = a & ((1 << bits[i]) - 1)
                 a >>= bits[i]
         return tuple(av)
-    del order
     return apply
 
 

@@ -214,8 +214,8 @@ class Standard:
     delay_rules: Mapping[str, DelayRule] = field(default_factory=dict)
     #: JEDEC rules the checker applies on top of the common ones (engine.jedec_check)
     checker: Mapping[str, Any] = field(default_factory=dict)
-    #: the configuration fields a two-cycle command uses on the command bus, by code
-    extra_fields: tuple[str, ...] = ()  # configuration fields only this standard reads
+    #: configuration fields only this standard reads (tCCD_L_WR, tREFSBRD, wck_ratio)
+    extra_fields: tuple[str, ...] = ()
 
     def command(self, code: int) -> Command:
         for c in self.commands:

@@ -143,3 +143,19 @@ def test_run_ramulator_file_end_to_end(tmp_path: Path) -> None:
     # RoBaRaCoCh: 128 consecutive lines share a row, so 2000 lines open 16 rows (one ACT each;
     # Ramulator's own 2k-request stream run also shows 16 ACT)
     assert s["num_act_cmds"] == 16
+
+
+def test_cli_ramulator_command(tmp_path: Path) -> None:
+    import json
+
+    import main
+    yaml_path = _yaml(tmp_path)
+    (tmp_path / "s.lst").write_text("".join(f"LD {i * 64:#x}\n" for i in range(300)))
+    out = tmp_path / "st.json"
+    assert main.main(["ramulator", "--config", str(yaml_path), "--trace",
+                      str(tmp_path / "s.lst"), "--out", str(out)]) == 0
+    st = json.loads(out.read_text())
+    assert st["num_reads_accepted"] == 300 and st["num_act_cmds"] == 3   # 128 lines a row
+    bad = _yaml(tmp_path, "hbm", impl="HBM3", org="HBM3_8Gb", timing="HBM3_2Gbps")
+    assert main.main(["ramulator", "--config", str(bad), "--trace",
+                      str(tmp_path / "s.lst")]) == 2

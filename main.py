@@ -24,8 +24,8 @@ DEMO_OUT = (Path.cwd() if FROZEN else REPO) / "demo_out"    # the bundle's folde
 MAX_VIOLATIONS_SHOWN = 20
 PROGRESS_EVERY_S = 2.0
 
-SCHEDULER_CHOICES = ("dramsim3", "fcfs", "frfcfs", "parbs")
-PAGE_POLICY_CHOICES = ("open", "close", "open_adaptive", "early_precharge")
+from engine.policies import PAGE_POLICIES as PAGE_POLICY_CHOICES  # noqa: E402 (declared once)
+from engine.policies import SCHEDULERS as SCHEDULER_CHOICES  # noqa: E402
 METHOD_CHOICES = ("fadiff", "ga", "bo", "random", "dosa")     # optimize/compare --method
 
 log = logging.getLogger("diffmem")
@@ -169,6 +169,22 @@ def cmd_check_commands(args: argparse.Namespace) -> int:
     if len(violations) > MAX_VIOLATIONS_SHOWN:
         print(f"  ... and {len(violations) - MAX_VIOLATIONS_SHOWN} more")
     return 1
+
+
+# ==== ramulator =================================================================================
+def cmd_ramulator(args: argparse.Namespace) -> int:
+    import json
+
+    from engine.ramulator.compat import run
+
+    st = run(args.config, args.trace, cmd_trace=args.cmd_trace).to_dict()
+    text = json.dumps(st, indent=1)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+        print(f"statistics written to {args.out}")
+    else:
+        print(text)
+    return 0
 
 
 # ==== convert-trace ============================================================================
@@ -663,6 +679,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channel", type=int, metavar="N",
                    help="channel of commands printed with channel -1")
     p.set_defaults(func=cmd_check_commands)
+
+    p = sub.add_parser("ramulator", help="run a Ramulator 2 run file as Ramulator 2.0 does "
+                       "(Ramulator-compatible mode, DDR4/DDR5)",
+                       description="Run a Ramulator 2 YAML run file on a LoadStoreTrace "
+                                   "(LD|ST 0xADDR) with Ramulator 2.0's front end, Generic "
+                                   "controller, FRFCFS and AllBank refresh reproduced; prints "
+                                   "its statistics (num_cycles, average_read_latency, row hits, "
+                                   "command counts) as JSON.")
+    p.add_argument("--config", required=True, help="Ramulator 2 .yaml run file")
+    p.add_argument("--trace", required=True, help="LoadStoreTrace file")
+    p.add_argument("--cmd-trace", metavar="PATH", help="write Ramulator's TraceRecorder "
+                   "format to PATH.chN")
+    p.add_argument("--out", metavar="FILE.json", help="write the statistics here")
+    p.set_defaults(func=cmd_ramulator)
 
     p = sub.add_parser("convert-trace", help="convert a request trace between formats",
                        description="Convert a request trace; the formats follow the file "

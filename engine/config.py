@@ -29,22 +29,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from . import standards
 from .errors import ConfigError
 from .fileio import atomic_write_text
+from .policies import PAGE_POLICIES, REFRESH_POLICIES, SCHEDULERS
+from .standards import PROTOCOLS
 
 log = logging.getLogger(__name__)
 
 #: Folder of the shipped DRAM presets.
 PRESET_DIR = Path(__file__).resolve().parents[1] / "resources" / "presets" / "dram"
 
-PROTOCOLS = ("DDR3", "DDR4", "GDDR5", "GDDR5X", "GDDR6", "LPDDR", "LPDDR3", "LPDDR4",
-             "HBM", "HBM2", "HMC")
-#: In DRAMsim3's ``RefreshPolicy`` enum order (the index is DRAMsim3's numeric value).
-REFRESH_POLICIES = ("RANK_LEVEL_SIMULTANEOUS", "RANK_LEVEL_STAGGERED", "BANK_LEVEL_STAGGERED")
+# PROTOCOLS (every DRAM standard's name) comes from engine.standards, one module each;
+# REFRESH_POLICIES (DRAMsim3's RefreshPolicy enum order, then DDR5's SAME_BANK_STAGGERED),
+# SCHEDULERS and PAGE_POLICIES from engine.policies, declared once.
 QUEUE_STRUCTURES = ("PER_BANK", "PER_RANK")
 ROW_BUF_POLICIES = ("OPEN_PAGE", "CLOSE_PAGE")
-SCHEDULERS = ("dramsim3", "fcfs", "frfcfs", "parbs")
-PAGE_POLICIES = ("open", "close", "open_adaptive", "early_precharge")
 ADDRESS_FIELDS = ("ch", "ra", "bg", "ba", "ro", "co")
 SECTIONS = ("organisation", "timing", "power", "controller")
 _INI_SECTIONS = ("dram_structure", "timing", "power", "system", "other", "hmc", "diffmem")
@@ -152,7 +152,10 @@ class MemoryConfig:
     device_width: int = _p(8, "organisation", "dram_structure", "bits", "data pins per device",
                            minimum=1, pow2=True)
     BL: int = _p(8, "organisation", "dram_structure", "beats",
-                 "burst length (0 = ideal bandwidth; HMC derives it from block_size)", minimum=0)
+                 "burst length (HMC derives it from block_size)", minimum=0)
+    wck_ratio: int = _p(0, "organisation", "diffmem", "", "LPDDR5: WCK to CK clock ratio "
+                        "(2 or 4; a burst takes BL / (2 x ratio) cycles of tCK); unused by "
+                        "other standards", minimum=0, maximum=4)
     channels: int = _p(1, "organisation", "system", "", "independent channels",
                        minimum=1, pow2=True)
     bus_width: int = _p(64, "organisation", "system", "bits", "data bus width per channel",
@@ -175,6 +178,8 @@ class MemoryConfig:
     CWL: int = _t(12, "CAS write latency")
     tCCD_L: int = _t(6, "column to column, same bank group")
     tCCD_S: int = _t(4, "column to column, other bank group")
+    tCCD_L_WR: int = _p(0, "timing", "diffmem", "tCK", "DDR5: WRITE to WRITE, same bank group "
+                        "(0 = tCCD_L); unused by other standards", minimum=0)
     tRTRS: int = _t(2, "rank to rank switch / bus turnaround")
     tRTP: int = _t(5, "READ to PRECHARGE")
     tWTR_L: int = _t(5, "end of write data to READ, same bank group")
@@ -189,6 +194,8 @@ class MemoryConfig:
     tRFCb: int = _t(20, "per-bank REFRESH cycle time")
     tREFI: int = _t(7800, "average all-bank refresh interval", minimum=1)
     tREFIb: int = _t(1950, "per-bank refresh interval", minimum=1)
+    tREFSBRD: int = _p(0, "timing", "diffmem", "tCK", "DDR5: same-bank REFRESH to ACTIVATE of "
+                       "another bank (0 = tRRD_S); unused by other standards", minimum=0)
     tFAW: int = _t(50, "four-activate window")
     t32AW: int = _t(330, "32-activate window (GDDR)")
     tPPD: int = _t(0, "PRECHARGE to PRECHARGE (GDDR, LPDDR4)")
@@ -233,7 +240,8 @@ class MemoryConfig:
     sref_threshold: int = _p(1000, "controller", "system", "tCK", "idle cycles before self "
                              "refresh", minimum=0)
     hbm_dual_cmd: bool = _p(True, "controller", "dram_structure", "", "issue a row and a column "
-                            "command in one cycle (forced false unless HBM/HBM2)")
+                            "command in one cycle (only where the standard has separate row "
+                            "and column command buses: HBM, HBM2, HBM3)")
     epoch_period: int = _p(100000, "controller", "other", "tCK", "statistics epoch length",
                            minimum=1)
     # ---- controller (our extensions; defaults reproduce DRAMsim3) -----------------------
@@ -265,8 +273,7 @@ class MemoryConfig:
     xor_bank_interleave: bool = _x(False, "", "XOR bank bits with low row bits")
 
     def __post_init__(self) -> None:
-        if not self.is_hbm:      # DRAMsim3 allows dual issue on HBM only
-            self.hbm_dual_cmd = False
+        # user input is kept as given; derived values (dual_cmd_eff, ...) are properties
         self._path: Path | None = None
         self._lines: dict[str, int] = {}
         self._load_warnings: list[str] = []
@@ -293,22 +300,38 @@ class MemoryConfig:
         from .config_physics import unusual
         return list(self._load_warnings) + unusual(self)
 
-    # ---- protocol families -------------------------------------------------------------
+    # ---- protocol families (declared by engine.standards) --------------------------------
+    @property
+    def standard(self) -> standards.Standard:
+        """The DRAM standard's declarations (engine.standards)."""
+        return standards.get(self.protocol)
+
+    def _family(self) -> str:
+        std = standards.find(self.protocol)
+        return std.family if std is not None else ""
+
     @property
     def is_gddr(self) -> bool:
-        return self.protocol in ("GDDR5", "GDDR5X", "GDDR6")
+        return self._family() == "GDDR"
 
     @property
     def is_hbm(self) -> bool:
-        return self.protocol in ("HBM", "HBM2")
+        return self._family() == "HBM"
 
     @property
     def is_lpddr(self) -> bool:
-        return self.protocol in ("LPDDR", "LPDDR3", "LPDDR4")
+        return self._family() == "LPDDR"
 
     @property
     def is_hmc(self) -> bool:
-        return self.protocol == "HMC"
+        return self._family() == "HMC"
+
+    @property
+    def dual_cmd_eff(self) -> bool:
+        """A row and a column command may share a cycle: hbm_dual_cmd where the standard has
+        separate row and column command buses (DRAMsim3: HBM only)."""
+        std = standards.find(self.protocol)
+        return bool(self.hbm_dual_cmd) and std is not None and std.dual_command
 
     # ---- organisation (DRAMsim3 InitDRAMParams / CalculateSize) ------------------------
     @property
@@ -331,22 +354,26 @@ class MemoryConfig:
 
     @property
     def burst_cycle(self) -> int:
-        """Cycles of the data bus per burst: BL/2, GDDR5 BL/4, GDDR5X BL/8, GDDR6 BL/16."""
-        divisor = {"GDDR5": 4, "GDDR5X": 8, "GDDR6": 16}.get(self.protocol, 2)
-        return self._bl_raw // divisor
+        """Cycles of the data bus per burst: BL/2, GDDR5 BL/4, GDDR5X BL/8, GDDR6 BL/16,
+        LPDDR5 BL/(2 x wck_ratio) (the standard's declaration)."""
+        return self.standard.burst_cycles(self._bl_raw, self.wck_ratio)
 
     @property
     def BL_eff(self) -> int:
-        """Burst length used for sizes: BL == 0 (ideal bandwidth) counts as 8 (HBM: 4)."""
+        """Burst length used for sizes (validate() refuses BL = 0; DRAMsim3 counted it as 8,
+        HBM 4, for a broken ideal-bandwidth mode)."""
         bl = self._bl_raw
         return bl if bl != 0 else (4 if self.is_hbm else 8)
 
     @property
     def columns_eff(self) -> int:
-        """Physical columns (device_width bits each): GDDR columns * BL, HBM columns * 2."""
-        if self.is_gddr:
+        """Physical columns (device_width bits each): as the standard declares them, i.e.
+        GDDR columns * BL, DRAMsim3's HBM and HBM2 columns * 2, otherwise columns."""
+        scale = standards.find(self.protocol)
+        scale = scale.column_scale if scale is not None else ""
+        if scale == "BL":
             return self.columns * self.BL_eff
-        return self.columns * 2 if self.is_hbm else self.columns
+        return self.columns * 2 if scale == "2" else self.columns
 
     @property
     def devices_per_rank(self) -> int:
@@ -450,8 +477,20 @@ class MemoryConfig:
             raise self._error("name", f"name = {self.name!r}: expected a string")
         for spec in PARAMETERS:
             _check_value(spec, getattr(self, spec.name), self._error)
-        if self.BL != 0 and not _is_pow2(self.BL):
-            raise self._error("BL", f"BL = {self.BL}: expected 0 or a power of two")
+        std = self.standard
+        if not self.is_hmc and (self.BL == 0 or not _is_pow2(self.BL)):
+            raise self._error("BL", f"BL = {self.BL}: expected a power of two (DRAMsim3's "
+                              "BL = 0 'ideal bandwidth' mode is not supported: it sizes "
+                              "requests as BL 8 but moves no data on the bus)")
+        if std.bl_choices and not self.is_hmc and self.BL not in std.bl_choices:
+            raise self._error("BL", f"BL = {self.BL}: {std.name} expects "
+                              f"{' or '.join(map(str, std.bl_choices))}")
+        if std.wck_clock and self.wck_ratio not in (2, 4):
+            raise self._error("wck_ratio", f"wck_ratio = {self.wck_ratio}: {std.name} "
+                              "expects the WCK:CK ratio, 2 or 4")
+        if self.refresh_policy not in std.refresh_policies:
+            raise self._error("refresh_policy", f"refresh_policy = {self.refresh_policy}: "
+                              f"{std.name} supports {', '.join(std.refresh_policies)}")
         if self.tCK <= 0:
             raise self._error("tCK", f"tCK = {self.tCK}: expected a positive clock period in ns")
         tokens = [self.address_mapping[i:i + 2] for i in range(0, len(self.address_mapping), 2)]
@@ -874,10 +913,18 @@ def save_preset(cfg: MemoryConfig, path: str | os.PathLike[str], *, header: str 
 
 
 def load_config(spec: str | os.PathLike[str]) -> MemoryConfig:
-    """A preset name (``"DDR4-3200"``), a ``.toml`` preset path or a DRAMsim3 ``.ini`` path."""
+    """A preset name (``"DDR4-3200"``), a ``.toml`` preset path, a DRAMsim3 ``.ini`` path or a
+    Ramulator 2 ``.yaml`` run file (engine.ramulator: its memory system as we model it; the
+    differences from Ramulator's own controller are logged)."""
     suffix = Path(spec).suffix.lower()
     if suffix == ".ini":
         return load_ini(spec)
+    if suffix in (".yaml", ".yml"):
+        from .ramulator.config import load_yaml
+        ram = load_yaml(spec)
+        for note in ram.differences:
+            log.info("%s: %s", spec, note)
+        return ram.memory
     return load_preset(spec)
 
 

@@ -11,8 +11,7 @@ Two levels:
   allocate (with the amount).
   ``tRC >= tRAS + tRP`` holds by construction: tRC is derived as tRAS + tRP.
 * :func:`unusual` -- values outside the JEDEC ranges of the standards that are legitimate
-  what-if settings (``tFAW = 0``, ``tCCD_L < tCCD_S``, ``BL = 0``: DRAMsim3's ideal-bandwidth
-  mode, a refresh interval or a clock outside the shipped standards' range ...): warnings,
+  what-if settings (``tFAW = 0``, ``tCCD_L < tCCD_S``, a refresh interval or a clock outside the shipped standards' range ...): warnings,
   logged once by the loaders and recorded in the statistics JSON (``config_warnings``).
 
 The 86 DRAMsim3 configs of ``../shared/dramsim3-configs`` all pass :func:`impossible` (some
@@ -109,9 +108,6 @@ def impossible(cfg: Any) -> list[tuple[str, str]]:
 def unusual(cfg: Any) -> list[str]:
     """Warnings for legitimate what-if values outside the JEDEC ranges."""
     w: list[str] = []
-    if cfg.BL == 0 and not cfg.is_hmc:
-        w.append("BL = 0: DRAMsim3's ideal-bandwidth mode (no burst occupies the bus); no "
-                 "real device")
     if cfg.tFAW == 0:
         w.append("tFAW = 0: the four-activate window is disabled (JEDEC devices have one)")
     for lo, hi in (("tCCD_S", "tCCD_L"), ("tRRD_S", "tRRD_L"), ("tWTR_S", "tWTR_L")):

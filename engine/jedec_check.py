@@ -1,11 +1,25 @@
 """Independent JEDEC timing checker for DRAM command traces.
 
 This module reads a command trace in DRAMsim3's ``CMD_TRACE`` format and checks every command
-against the JEDEC rules (JESD79-4 DDR4, JESD209-4 LPDDR4, JESD250 GDDR6, JESD235 HBM2) as far
-as the simulator models them. It is written from the standards, **not** from the simulator:
-it imports nothing from the engine's timing tables (``engine.timing``) and only reads plain
-timing parameters (tCK, CL, tRCD, ...) from a configuration object, so an error in the
-engine's derived delay tables cannot hide itself here.
+against the JEDEC rules (JESD79-4 DDR4, JESD79-5 DDR5, JESD209-4 LPDDR4, JESD209-5 LPDDR5,
+JESD250 GDDR6, JESD235 HBM2, JESD238 HBM3) as far as the simulator models them. It is
+written from the standards, **not** from the simulator: it imports nothing from the engine's
+timing tables (``engine.timing``) nor the constraint declarations the tables are compiled
+from; it reads plain timing parameters (tCK, CL, tRCD, ...) from a configuration object and,
+from the standard's module (``engine.standards``), only the facts a datasheet states: the
+family, separate row/column command buses, two-cycle commands, which JEDEC rules apply
+(tPPD, DDR5's tCCD_L_WR and same-bank refresh) and how many REFs may be postponed.
+
+DDR5 / LPDDR5 / HBM3 rules added here (JESD79-5, JESD209-5, JESD238):
+
+* two-cycle commands (DDR5 ACT/RD/RDA/WR/WRA, LPDDR5 ACT-1 + ACT-2, HBM3 ACT on the row
+  bus): the command bus is busy for both cycles (rule ``command bus``);
+* DDR5 WRITE -> WRITE in the same bank group: tCCD_L_WR (rule ``tCCD_L_WR``);
+* DDR5 REFsb, printed as ``refresh_bank`` with bank group -1: refreshes bank b of every bank
+  group; each covered bank must be idle (tRP) and is busy for tRFCb (tRFCsb); another bank
+  may be activated tREFSBRD after it (rule ``tREFSBRD``);
+* the refresh-rate limit follows the standard's postponement allowance (DDR5: 4 REFs, i.e.
+  no gap over 5 x tREFI; the others 8, i.e. 9 x tREFI).
 
 Trace format, one command a line (``#`` comments and blank lines are skipped)::
 
@@ -79,6 +93,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import standards
 from engine.errors import TraceError
 
 logger = logging.getLogger(__name__)
@@ -211,8 +226,11 @@ def parse_command_trace(path_or_lines: str | Path | Iterable[str]) -> list[Cmd]:
             raise error(f"negative cycle {cycle}")
         if rank < 0:
             raise error(f"{kind} without a rank")
-        if kind not in _RANK_CMDS and (bg < 0 or bank < 0):
+        if kind not in _RANK_CMDS and bank < 0:
             raise error(f"{kind} needs a bank group and bank")
+        if kind not in _RANK_CMDS and bg < 0 and kind != REF_BANK:
+            raise error(f"{kind} needs a bank group and bank (only a same-bank "
+                        f"refresh_bank may give bank group -1: every bank group)")
         cmds.append(Cmd(lineno, cycle, kind, ch, rank, bg, bank, row, col))
     logger.debug("parsed %d commands from %s", len(cmds), path or "<lines>")
     return cmds
@@ -263,6 +281,11 @@ class CheckParams:
     tCKESR: int | None
     hbm_dual_cmd: bool
     wr_extra: int = 0     # strict LPDDR4: +1 on WR->RD and WR->PRE
+    tCCD_L_WR: int = 0    # DDR5: WR -> WR same bank group (0 = tCCD_L)
+    tREFSBRD: int = 0     # DDR5: REFsb -> ACT of another bank (0 = not checked)
+    same_bank_refresh: bool = False   # refresh_bank with bank group -1 covers every group
+    bus_cycles: tuple[tuple[str, int], ...] = ()   # command -> command-bus cycles (> 1)
+    max_refi_gap: int = 9  # REFs may be at most this many tREFI apart (postponement + 1)
     rd_wr_gap: int = 0    # data-bus gap demanded between a read burst and a later write burst
     wr_wr_rank_gap: int = 0  # gap demanded between writes to different ranks
 
@@ -273,8 +296,11 @@ class CheckParams:
             return getattr(cfg, name, default)
 
         protocol = str(get("protocol", "DDR4")).upper()
-        is_gddr = bool(get("is_gddr", protocol.startswith("GDDR")))
-        is_hbm = bool(get("is_hbm", protocol.startswith("HBM")))
+        std = standards.find(protocol)
+        family = std.family if std is not None else ""
+        is_gddr = bool(get("is_gddr", family == "GDDR" or protocol.startswith("GDDR")))
+        is_hbm = bool(get("is_hbm", family == "HBM" or protocol.startswith("HBM")))
+        jedec = dict(std.checker) if std is not None else {}
         bankgroups = int(get("bankgroups_eff", get("bankgroups", 1)))
         single_bg = bankgroups <= 1
         al, cl, cwl = int(cfg.AL), int(cfg.CL), int(cfg.CWL)
@@ -282,14 +308,14 @@ class CheckParams:
         t_rp, t_ras = int(cfg.tRP), int(cfg.tRAS)
         t_rc = get("tRC")
         t_rc = int(t_rc) if t_rc is not None else t_ras + t_rp
-        if is_gddr or is_hbm:
+        if std.split_rcd if std is not None else (is_gddr or is_hbm):
             rcd_rd, rcd_wr = int(cfg.tRCDRD), int(cfg.tRCDWR)
             rcd_rd_name, rcd_wr_name = "tRCDRD", "tRCDWR"
         else:
             rcd_rd = rcd_wr = int(cfg.tRCD) - al
             rcd_rd_name = rcd_wr_name = "tRCD"
         t_ppd = int(get("tPPD", 0) or 0)
-        if not (is_gddr or protocol.startswith("LPDDR4")):
+        if not jedec.get("tPPD", std is None and (is_gddr or protocol.startswith("LPDDR4"))):
             t_ppd = 0
         t_rtrs = int(cfg.tRTRS)
         rd_wr_gap = t_rtrs
@@ -297,11 +323,11 @@ class CheckParams:
         wr_wr_rank_gap = 0
         if strict:
             wr_wr_rank_gap = t_rtrs
-            if protocol.startswith("DDR4"):
+            if jedec.get("rd_wr_preamble"):
                 # JESD79-4: RD->WR = RL + BL/2 - WL + 2 tCK (1 tCK write preamble) -> bus gap 2,
                 # one more with the 2 tCK write preamble.
                 rd_wr_gap = max(t_rtrs, 1 + int(get("tWPRE", 1) or 1))
-            if protocol.startswith("LPDDR4"):
+            if jedec.get("dqs_skew"):
                 wr_extra = 1
         xs, ckesr = get("tXS"), get("tCKESR")
         return cls(
@@ -327,6 +353,12 @@ class CheckParams:
             tCKESR=int(ckesr) if ckesr is not None else None,
             hbm_dual_cmd=bool(is_hbm and get("hbm_dual_cmd", True)),
             wr_extra=wr_extra, rd_wr_gap=rd_wr_gap, wr_wr_rank_gap=wr_wr_rank_gap,
+            tCCD_L_WR=int(get("tCCD_L_WR", 0) or 0) if jedec.get("tCCD_L_WR") else 0,
+            tREFSBRD=int(get("tREFSBRD", 0) or 0) if jedec.get("same_bank_refresh") else 0,
+            same_bank_refresh=bool(jedec.get("same_bank_refresh")),
+            bus_cycles=tuple((c.trace_name, c.bus_cycles) for c in
+                             (std.commands if std is not None else ()) if c.bus_cycles > 1),
+            max_refi_gap=(std.max_postponed_refresh + 1) if std is not None else MAX_REFI_GAP,
         )
 
 
@@ -354,6 +386,16 @@ def _late(cmd: Cmd, rule: str, ref: Cmd | None, required: int, detail: str = "")
     if ref is not None and cmd.cycle < required:
         return [_violation(cmd, rule, ref, required, detail)]
     return []
+
+
+def _covered(cmd: Cmd, p: CheckParams) -> list[Cmd]:
+    """The per-bank commands a command stands for: a same-bank refresh (DDR5 REFsb, printed
+    with bank group -1) covers bank ``cmd.bank`` of every bank group; others stand for
+    themselves."""
+    if cmd.kind == REF_BANK and cmd.bankgroup < 0 and p.same_bank_refresh:
+        return [Cmd(cmd.line, cmd.cycle, cmd.kind, cmd.channel, cmd.rank, g, cmd.bank,
+                    cmd.row, cmd.column) for g in range(p.bankgroups)]
+    return [cmd]
 
 
 class _RuleFamily:
@@ -405,6 +447,12 @@ class BankStateRules(_RuleFamily):
         return [b for (r, _, _), b in self.banks.items() if r == rank and b.open_act is not None]
 
     def check(self, cmd: Cmd) -> list[Violation]:
+        covered = _covered(cmd, self.p)
+        if len(covered) > 1:
+            return [v for c in covered for v in self._check(c)]
+        return self._check(cmd)
+
+    def _check(self, cmd: Cmd) -> list[Violation]:
         p = self.p
         out: list[Violation] = []
         if cmd.rank >= p.ranks or (cmd.kind not in _RANK_CMDS and (
@@ -511,6 +559,16 @@ class SameBankRules(_RuleFamily):
         return _late(cmd, bank.idle_rule, bank.pre, bank.idle_at)
 
     def check(self, cmd: Cmd) -> list[Violation]:
+        covered = _covered(cmd, self.p)
+        if len(covered) > 1:
+            return [v for c in covered for v in self._check(c)]
+        return self._check(cmd)
+
+    def update(self, cmd: Cmd) -> None:
+        for c in _covered(cmd, self.p):
+            self._update(c)
+
+    def _check(self, cmd: Cmd) -> list[Violation]:
         p = self.p
         if cmd.kind in (REF, SREF_ENTER):
             # Every bank of the rank must have finished its precharge: report the latest one.
@@ -546,7 +604,7 @@ class SameBankRules(_RuleFamily):
                 out += _late(cmd, p.rcd_wr_name, bank.act, bank.act.cycle + p.tRCD_wr)
         return out
 
-    def update(self, cmd: Cmd) -> None:
+    def _update(self, cmd: Cmd) -> None:
         p = self.p
         if cmd.kind in _RANK_CMDS:
             return
@@ -585,12 +643,16 @@ class ActivationRules(_RuleFamily):
         self.last_act: dict[tuple[int, int], Cmd] = {}       # (rank, bg) -> last ACT
         self.window: dict[int, deque[Cmd]] = {}              # rank -> recent ACTs
         self.depth = 32 if p.t32AW is not None else 4
+        self.last_refsb: dict[int, Cmd] = {}                 # rank -> last same-bank REF
 
     def check(self, cmd: Cmd) -> list[Violation]:
         if cmd.kind != ACT:
             return []
         p = self.p
         out: list[Violation] = []
+        refsb = self.last_refsb.get(cmd.rank)
+        if refsb is not None and p.tREFSBRD > 0 and cmd.bank != refsb.bank:
+            out += _late(cmd, "tREFSBRD", refsb, refsb.cycle + p.tREFSBRD)
         same = self.last_act.get((cmd.rank, cmd.bankgroup))
         other = max((a for (r, g), a in self.last_act.items()
                      if r == cmd.rank and g != cmd.bankgroup),
@@ -612,6 +674,8 @@ class ActivationRules(_RuleFamily):
         return out
 
     def update(self, cmd: Cmd) -> None:
+        if cmd.kind == REF_BANK and cmd.bankgroup < 0 and self.p.same_bank_refresh:
+            self.last_refsb[cmd.rank] = cmd
         if cmd.kind != ACT:
             return
         self.last_act[(cmd.rank, cmd.bankgroup)] = cmd
@@ -651,7 +715,9 @@ class ColumnRules(_RuleFamily):
         write = cmd.is_write
         same = self._latest(cmd.rank, cmd.bankgroup, write, True)
         other = self._latest(cmd.rank, cmd.bankgroup, write, False)
-        if same is not None:
+        if same is not None and write and p.tCCD_L_WR > 0 and multi_bg:
+            out += _late(cmd, "tCCD_L_WR", same, same.cycle + max(p.tCCD_L_WR, p.burst))
+        elif same is not None:
             out += _late(cmd, "tCCD_L" if multi_bg else "tCCD_S", same, same.cycle + p.tCCD_L)
         if other is not None:
             out += _late(cmd, "tCCD_S", other, other.cycle + p.tCCD_S)
@@ -726,7 +792,8 @@ class RefreshRules(_RuleFamily):
 
     def _postponement(self, cmd: Cmd) -> list[Violation]:
         out: list[Violation] = []
-        limit = MAX_REFI_GAP * self.p.tREFI
+        gap = self.p.max_refi_gap
+        limit = gap * self.p.tREFI
         for rank in sorted(self.refreshed):
             if rank in self.in_sref:
                 continue
@@ -735,7 +802,7 @@ class RefreshRules(_RuleFamily):
             if cmd.cycle > deadline and (rank, since) not in self.reported:
                 self.reported.add((rank, since))
                 text = (f"{cmd.describe()}: tREFI postponement: rank {rank} must be refreshed "
-                        f"by cycle {deadline} ({MAX_REFI_GAP} x tREFI = {limit} cycles after "
+                        f"by cycle {deadline} ({gap} x tREFI = {limit} cycles after "
                         f"{by.describe() if by else 'the start of the trace'})")
                 out.append(Violation(line=cmd.line, cycle=cmd.cycle, command=cmd.kind,
                                      rule="tREFI postponement",
@@ -775,7 +842,8 @@ class RefreshRules(_RuleFamily):
             marks[None] = (cmd.cycle, cmd)
         elif cmd.kind == REF_BANK:
             self.last_refb_rank[cmd.rank] = cmd
-            marks[cmd.bank_key] = (cmd.cycle, cmd)
+            for c in _covered(cmd, self.p):
+                marks[c.bank_key] = (cmd.cycle, cmd)
         elif cmd.kind == SREF_ENTER:
             self.sre[cmd.rank] = cmd
             self.in_sref.add(cmd.rank)
@@ -869,18 +937,29 @@ class CommandBusRules(_RuleFamily):
     """The command bus of a channel: one command per cycle, and commands in time order.
 
     HBM (``hbm_dual_cmd``) has separate row and column command buses, so one row command
-    (ACT, PRE, REF, REFb, SRE, SRX) and one column command may share a cycle.
+    (ACT, PRE, REF, REFb, SRE, SRX) and one column command may share a cycle. A two-cycle
+    command (``bus_cycles``: DDR5 ACT/RD/WR, LPDDR5 ACT-1+ACT-2, HBM3 ACT) keeps its bus busy
+    in the following cycle too.
     """
 
     def __init__(self, p: CheckParams) -> None:
         super().__init__(p)
         self.cycle = -1
         self.same_cycle: list[Cmd] = []
+        self.cycles = dict(p.bus_cycles)
+        self.busy: dict[bool, tuple[int, Cmd]] = {}    # bus (column?) -> (free at, by)
+
+    def _bus(self, cmd: Cmd) -> bool:
+        return cmd.is_column if self.p.hbm_dual_cmd else False
 
     def check(self, cmd: Cmd) -> list[Violation]:
         if cmd.cycle < self.cycle:
             return [_violation(cmd, "command order", self.same_cycle[-1], self.cycle,
                                "trace cycles must not decrease")]
+        busy = self.busy.get(self._bus(cmd))
+        if busy is not None and busy[1].cycle < cmd.cycle < busy[0]:
+            return [_violation(cmd, "command bus", busy[1], busy[0],
+                               f"{busy[1].kind} is a {busy[0] - busy[1].cycle}-cycle command")]
         if cmd.cycle > self.cycle or not self.same_cycle:
             return []
         if self.p.hbm_dual_cmd and len(self.same_cycle) == 1 and \
@@ -896,6 +975,9 @@ class CommandBusRules(_RuleFamily):
                 return
             self.cycle, self.same_cycle = cmd.cycle, []
         self.same_cycle.append(cmd)
+        n = self.cycles.get(cmd.kind, 1)
+        if n > 1:
+            self.busy[self._bus(cmd)] = (cmd.cycle + n, cmd)
 
 
 _FAMILIES: tuple[type[_RuleFamily], ...] = (

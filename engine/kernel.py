@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine.timing import (ACT, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB,
+from engine.timing import (ACT, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB, SREFE,
                            SAME_BANK, SAME_BG, SAME_RANK, WR, WRP)
 
 INF = np.int64(1) << np.int64(62)
@@ -43,9 +43,12 @@ NP = 47
 
 # SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
 # bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
-SCHED_DRAMSIM3, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS, SCHED_DRAMSIM3_RR = range(5)
-PAGE_OPEN, PAGE_CLOSE, PAGE_OPEN_ADAPTIVE, PAGE_EARLY_PRE = range(4)
-REF_RANK_STAGGERED, REF_RANK_SIMULTANEOUS, REF_BANK_STAGGERED = range(3)
+# policy codes: declared once, in engine.policies (REF_SAME_BANK: DDR5's REFsb, bank b of
+# every bank group at once, refq bank group -1)
+from engine.policies import (PAGE_CLOSE, PAGE_EARLY_PRE, PAGE_OPEN,  # noqa: E402,F401
+                             PAGE_OPEN_ADAPTIVE, REF_BANK_STAGGERED, REF_RANK_SIMULTANEOUS,
+                             REF_RANK_STAGGERED, REF_SAME_BANK, SCHED_DRAMSIM3,
+                             SCHED_DRAMSIM3_RR, SCHED_FCFS, SCHED_FRFCFS, SCHED_PARBS)
 
 # ---- per-channel scalar state CS[ch, k] --------------------------------------------------
 (CS_QIDX, CS_WDRAIN, CS_INREF, CS_REFQ_HEAD, CS_REFQ_N, CS_REF_RANK, CS_REF_BG, CS_REF_BANK,
@@ -265,6 +268,9 @@ def _queue_skipped_for_refresh(P, CS, refq, ch, q):
         return q // P[P_BANKS] == rank
     if P[P_PER_RANK_Q] != 0:
         return q == rank
+    if refq[ch, j, 2] < 0:      # same-bank refresh: bank b of every bank group
+        off = q - rank * P[P_BANKS]
+        return 0 <= off < P[P_BANKS] and off % P[P_BPG] == refq[ch, j, 3]
     return q == rank * P[P_BANKS] + refq[ch, j, 2] * P[P_BPG] + refq[ch, j, 3]
 
 
@@ -544,7 +550,7 @@ def _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t):
             _raise(b_timing, ch, c, base, base + rank, v)
             _raise(b_timing, ch, c, base + rank + 1, base + P[P_RANKS], v)
         return
-    if cmd == REF or cmd >= 8:
+    if cmd == REF or cmd >= SREFE:
         for k in range(TN[SAME_RANK, cmd]):
             _raise(b_timing, ch, TX[SAME_RANK, cmd, k], r0, r1, t + TD[SAME_RANK, cmd, k])
         return
@@ -773,6 +779,8 @@ def _refresh_pick(P, CS, refq, b_state, b_timing, ch, t):
         if pre_t < INF:
             return -1, pre_t
         return -1, need_t
+    if refq[ch, j, 2] < 0:
+        return _refresh_pick_same_bank(P, refq, b_state, b_timing, ch, t, j, rank)
     b = rank * banks + refq[ch, j, 2] * P[P_BPG] + refq[ch, j, 3]
     if b_state[ch, b] == 1:
         tp = _ready_at(P, b_timing, ch, PRE, b)
@@ -783,6 +791,44 @@ def _refresh_pick(P, CS, refq, b_state, b_timing, ch, t):
     if tr <= t:
         return REFB, b
     return -1, tr
+
+
+@njit(cache=True, _nrt=False)
+def _refresh_pick_same_bank(P, refq, b_state, b_timing, ch, t, j, rank):
+    """DDR5 REFsb: precharge bank b of every bank group, then one REFB (reported on the
+    bank-group-0 bank) once all of them may take it; (-1, ready time) while waiting."""
+    ba = refq[ch, j, 3]
+    b0 = rank * P[P_BANKS] + ba
+    pre_t = INF
+    need_t = 0
+    for g in range(P[P_BGS]):
+        b = b0 + g * P[P_BPG]
+        if b_state[ch, b] == 1:
+            tp = _ready_at(P, b_timing, ch, PRE, b)
+            if tp <= t:
+                return PRE, b
+            if tp < pre_t:
+                pre_t = tp
+        else:
+            tr = _ready_at(P, b_timing, ch, REFB, b)
+            if tr > need_t:
+                need_t = tr
+    if pre_t < INF:
+        return -1, pre_t
+    if need_t <= t:
+        return REFB, b0
+    return -1, need_t
+
+
+@njit(cache=True, _nrt=False)
+def _refresh_same_bank_rest(P, CS, BK, b_timing, q_lb, TN, TX, TD, ch, rank, bidx, t):
+    """The other bank groups' banks of a same-bank refresh issued on bidx (bank group 0):
+    their own timing, counters and queue bounds (the issue path handled bidx)."""
+    for g in range(1, P[P_BGS]):
+        b = bidx + g * P[P_BPG]
+        _update_timing(P, TN, TX, TD, b_timing, ch, REFB, rank, b, t)
+        BK[ch, b, BK_REFB] += 1
+        _invalidate_bank(P, CS, q_lb, ch, b)
 
 
 @njit(cache=True, _nrt=False)
@@ -806,6 +852,17 @@ def _refresh_due(P, CS, refq, ch):
             CS[ch, CS_REF_BANK] = ba
             if ba == 0:
                 CS[ch, CS_REF_RANK] = (CS[ch, CS_REF_RANK] + 1) % P[P_RANKS]
+        return
+    if pol == REF_SAME_BANK:
+        refq[ch, j, 0] = REFB
+        refq[ch, j, 1] = CS[ch, CS_REF_RANK]
+        refq[ch, j, 2] = -1
+        refq[ch, j, 3] = CS[ch, CS_REF_BANK]
+        CS[ch, CS_REFQ_N] = n + 1
+        ba = (CS[ch, CS_REF_BANK] + 1) % P[P_BPG]
+        CS[ch, CS_REF_BANK] = ba
+        if ba == 0:
+            CS[ch, CS_REF_RANK] = (CS[ch, CS_REF_RANK] + 1) % P[P_RANKS]
         return
     if pol == REF_RANK_SIMULTANEOUS:
         # every rank at once (DRAMsim3 refreshes only the first rank here: a bug we fix)
@@ -1022,6 +1079,9 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
     if cmd == REF:
         cmd_log[n, 4] = -1
         cmd_log[n, 5] = -1
+    elif cmd == REFB and P[P_REF_POLICY] == REF_SAME_BANK:
+        cmd_log[n, 4] = -1      # same-bank refresh: every bank group
+        cmd_log[n, 5] = (bidx - rank * P[P_BANKS]) % P[P_BPG]
     else:
         cmd_log[n, 4] = (bidx - rank * P[P_BANKS]) // P[P_BPG]
         cmd_log[n, 5] = (bidx - rank * P[P_BANKS]) % P[P_BPG]
@@ -1170,6 +1230,9 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                             _invalidate_bank(P, CS, q_lb, ch, b)
                     else:
                         _invalidate_bank(P, CS, q_lb, ch, bidx)
+                        if P[P_REF_POLICY] == REF_SAME_BANK:
+                            _refresh_same_bank_rest(P, CS, BK, b_timing, q_lb, TN, TX, TD,
+                                                    ch, rank, bidx, t)
                 issued += 1
                 first_rw = is_rw
                 event = True

@@ -71,12 +71,14 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
+from . import standards
 from .errors import ConfigError
+from .standards.base import DEFAULT_IDD
 
 logger = logging.getLogger(__name__)
 
@@ -283,6 +285,12 @@ def _protocol_name(cfg_or_protocol: Any) -> str:
     return str(getattr(proto, "name", proto)).strip().upper()
 
 
+def _idd_fields(cfg: Any) -> Mapping[str, str]:
+    """The standard's IDD mapping (engine.standards), DRAMsim3's for an unknown protocol."""
+    std = standards.find(_protocol_name(cfg))
+    return std.idd if std is not None else DEFAULT_IDD
+
+
 def energy_increments(cfg: PowerConfig) -> dict[str, float]:
     """DRAMsim3's per-command and per-cycle energy increments, in its raw units (mW x cycles).
 
@@ -293,9 +301,11 @@ def energy_increments(cfg: PowerConfig) -> dict[str, float]:
     ``tRC`` is ``tRAS + tRP`` as in DRAMsim3, whatever the config says about tRC.
     """
     vdd = float(_param(cfg, "VDD"))
-    idd0, idd2p, idd2n, idd3n = (float(_param(cfg, n)) for n in ("IDD0", "IDD2P", "IDD2N", "IDD3N"))
-    idd4w, idd4r = float(_param(cfg, "IDD4W")), float(_param(cfg, "IDD4R"))
-    idd5ab, idd5pb, idd6x = (float(_param(cfg, n)) for n in ("IDD5AB", "IDD5PB", "IDD6x"))
+    idd = _idd_fields(cfg)        # energy term -> IDD field, as the standard maps them
+    idd0, idd2p, idd2n, idd3n = (float(_param(cfg, idd[n]))
+                                 for n in ("act", "pre_pd", "pre_stb", "act_stb"))
+    idd4w, idd4r = float(_param(cfg, idd["write"])), float(_param(cfg, idd["read"]))
+    idd5ab, idd5pb, idd6x = (float(_param(cfg, idd[n])) for n in ("ref", "refb", "sref"))
     t_ras, t_rp = int(cfg.tRAS), int(cfg.tRP)
     t_rfc, t_rfcb = int(_param(cfg, "tRFC")), int(_param(cfg, "tRFCb"))
     t_rc = t_ras + t_rp

@@ -23,23 +23,21 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 import numpy as np
 
 from engine import kernel as K
+from engine import policies
 from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check_gaps,
                                check_span)
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
-from engine.timing import COMMAND_NAMES, build_tables, folding_is_exact
+from engine.timing import COMMAND_NAMES, NCMD, build_tables, folding_is_exact
 
 if TYPE_CHECKING:
     from engine.stats import Stats
 
 log = logging.getLogger(__name__)
 
-SCHEDULERS = {"dramsim3": K.SCHED_DRAMSIM3, "fcfs": K.SCHED_FCFS, "frfcfs": K.SCHED_FRFCFS,
-              "parbs": K.SCHED_PARBS}
-PAGE_POLICIES = {"open": K.PAGE_OPEN, "close": K.PAGE_CLOSE,
-                 "open_adaptive": K.PAGE_OPEN_ADAPTIVE, "early_precharge": K.PAGE_EARLY_PRE}
-REFRESH_POLICIES = {"RANK_LEVEL_STAGGERED": K.REF_RANK_STAGGERED,
-                    "RANK_LEVEL_SIMULTANEOUS": K.REF_RANK_SIMULTANEOUS,
-                    "BANK_LEVEL_STAGGERED": K.REF_BANK_STAGGERED}
+# policy name -> kernel code, from the one declaration in engine.policies
+SCHEDULERS = dict(policies.SCHEDULER_CODES)
+PAGE_POLICIES = dict(policies.PAGE_POLICY_CODES)
+REFRESH_POLICIES = dict(policies.REFRESH_POLICY_CODES)
 HIST_BINS = 1 << 15          # latency histogram resolution: 1 cycle up to 32767 cycles
 CMD_LOG_ROWS = 1 << 16
 COMP_ROWS = 1 << 18
@@ -153,7 +151,7 @@ class Simulator:
         P[K.P_TFAW] = cfg.tFAW
         P[K.P_T32AW] = cfg.t32AW
         P[K.P_IS_GDDR] = int(bool(cfg.is_gddr))
-        P[K.P_DUAL_CMD] = int(bool(cfg.hbm_dual_cmd) and bool(cfg.is_hbm))
+        P[K.P_DUAL_CMD] = int(cfg.dual_cmd_eff)
         P[K.P_READ_DELAY] = cfg.read_delay
         P[K.P_WRITE_DELAY] = cfg.write_delay
         P[K.P_SHIFT] = cfg.shift_bits
@@ -218,7 +216,7 @@ class Simulator:
         s["b_row"] = np.full((nch, nb), -1, np.int64)
         s["b_hits"] = z((nch, nb), np.int64)
         # [channel, command, slot]: a slot per bank, bank group, rank and other-rank set
-        s["b_timing"] = z((nch, 10, nb + nb // cfg.banks_per_group_eff + 2 * ranks), np.int64)
+        s["b_timing"] = z((nch, NCMD, nb + nb // cfg.banks_per_group_eff + 2 * ranks), np.int64)
         s["b_open_since"] = z((nch, nb), np.int64)
         s["b_last_conflict"] = z((nch, nb), np.int64)
         s["b_streak"] = z((nch, nb), np.int64)

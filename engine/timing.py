@@ -12,7 +12,10 @@ every bank of scope S. The scopes are the ones a JEDEC controller distinguishes:
 The delays are DRAMsim3's derivations (see ../shared/reference/dramsim3/NOTES.md §4), so that
 the engine agrees with it, with one deliberate difference: per-bank refresh (see build_tables),
 which DRAMsim3 models inconsistently (its upstream issue #24).
-The numba kernel reads these tables and never re-derives a timing rule.
+The constraints themselves are declared by each standard (``engine.standards``: which
+command pairs, in which scope, take which named delay); this module computes the named delays
+and compiles the declarations. The numba kernel reads these tables and never re-derives a
+timing rule.
 """
 from __future__ import annotations
 
@@ -20,17 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Command codes, in DRAMsim3's CommandType order.
-RD, RDP, WR, WRP, ACT, PRE, REFB, REF, SREFE, SREFX = range(10)
-NCMD = 10
-COMMAND_NAMES = ("read", "read_p", "write", "write_p", "activate", "precharge",
-                 "refresh_bank", "refresh", "self_refresh_enter", "self_refresh_exit")
+from engine import standards
+# Command codes (DRAMsim3's CommandType order) and scopes: declared once, in engine.standards.
+from engine.standards.base import (ACT, COMMAND_NAMES, NCMD, NSCOPE, OTHER_BG, OTHER_RANK,  # noqa: F401
+                                   PRE, RD, RDP, REF, REFB, SAME_BANK, SAME_BG, SAME_RANK,
+                                   SCOPE_NAMES, SREFE, SREFX, WR, WRP)
 
-SAME_BANK, SAME_BG, OTHER_BG, OTHER_RANK, SAME_RANK = range(5)
-NSCOPE = 5
-SCOPE_NAMES = ("same_bank", "other_banks_same_bankgroup", "other_bankgroups_same_rank",
-               "other_ranks", "same_rank")
-MAX_RULES = 8
+MAX_RULES = 8   # rules per (scope, command) in the tables of the DRAMsim3 standards; more
+                # widen the table (the kernel walks count[scope, cmd] rules, whatever the width)
 
 
 @dataclass(frozen=True)
@@ -88,63 +88,59 @@ def derived_delays(cfg) -> dict[str, int]:
     }
     d["rd_act"] = d["rd_pre"] + d["pre_act"]
     d["wr_act"] = d["wr_pre"] + d["pre_act"]
+    std = standards.find(cfg.protocol)
+    if std is not None:
+        common = dict(d)
+        for name, rule in std.delay_rules.items():
+            d[name] = int(rule(cfg, common))
     return d
 
 
 def build_tables(cfg) -> TimingTables:
-    """Compile a configuration into the kernel's timing tables."""
-    d = derived_delays(cfg)
-    count = np.zeros((NSCOPE, NCMD), np.int64)
-    nxt = np.zeros((NSCOPE, NCMD, MAX_RULES), np.int64)
-    delay = np.zeros((NSCOPE, NCMD, MAX_RULES), np.int64)
+    """Compile a configuration's standard (its constraint declarations) into the kernel's
+    timing tables.
 
-    def put(scope: int, cmd: int, rules: list[tuple[int, int]]) -> None:
-        for k, (n, dl) in enumerate(rules):
+    Where two declarations constrain the same (scope, command, next command), the longer
+    delay wins. A command the standard says occupies the command bus for n > 1 cycles keeps
+    every command of the channel (with separate row and column buses: every row command)
+    off the bus for n cycles.
+
+    Per-bank refresh is where we differ from DRAMsim3 on purpose (it has no reference run):
+    DRAMsim3 lists the refreshed bank's own delay under same_rank, which its update never
+    reads (upstream issue #24), and holds every other bank of the rank off ACT for tRFC and
+    off the next per-bank refresh for a whole tREFI, so a rotation over 16 banks takes
+    16 x tREFI and refresh falls behind. We apply tRFCb to the refreshed bank and, as
+    LPDDR4's per-bank refresh does, let the other banks activate after tRRD and take the
+    next per-bank refresh after tRFCb (engine.standards.base.DRAMSIM3_CONSTRAINTS).
+    """
+    d = derived_delays(cfg)
+    std = standards.get(cfg.protocol)
+    rules: dict[tuple[int, int], dict[int, int]] = {}
+    for c in std.constraints:
+        for cmd in c.preceding:
+            slot = rules.setdefault((c.scope, cmd), {})
+            for n in c.following:
+                slot[n] = max(slot.get(n, d[c.delay]), d[c.delay])
+    row_cmds = (ACT, PRE, REFB, REF, SREFE, SREFX)
+    for command in std.commands:
+        if command.bus_cycles <= 1:
+            continue
+        blocked = row_cmds if (std.dual_command and command.code in row_cmds) else range(NCMD)
+        for scope in (SAME_BANK, SAME_BG, OTHER_BG, OTHER_RANK):
+            slot = rules.setdefault((scope, command.code), {})
+            for n in blocked:
+                if n == SREFX:
+                    continue
+                slot[n] = max(slot.get(n, 0), command.bus_cycles)
+    width = max([MAX_RULES] + [len(v) for v in rules.values()])
+    count = np.zeros((NSCOPE, NCMD), np.int64)
+    nxt = np.zeros((NSCOPE, NCMD, width), np.int64)
+    delay = np.zeros((NSCOPE, NCMD, width), np.int64)
+    for (scope, cmd), slot in rules.items():
+        for k, (n, dl) in enumerate(slot.items()):
             nxt[scope, cmd, k] = n
             delay[scope, cmd, k] = dl
-        count[scope, cmd] = len(rules)
-
-    def columns(rd: int, wr: int) -> list[tuple[int, int]]:
-        return [(RD, rd), (WR, wr), (RDP, rd), (WRP, wr)]
-
-    for rd_cmd in (RD, RDP):
-        put(SAME_BG, rd_cmd, columns(d["rd_rd_l"], d["rd_wr"]))
-        put(OTHER_BG, rd_cmd, columns(d["rd_rd_s"], d["rd_wr"]))
-        put(OTHER_RANK, rd_cmd, columns(d["rd_rd_o"], d["rd_wr_o"]))
-    for wr_cmd in (WR, WRP):
-        put(SAME_BG, wr_cmd, columns(d["wr_rd_l"], d["wr_wr_l"]))
-        put(OTHER_BG, wr_cmd, columns(d["wr_rd_s"], d["wr_wr_s"]))
-        put(OTHER_RANK, wr_cmd, columns(d["wr_rd_o"], d["wr_wr_o"]))
-    put(SAME_BANK, RD, columns(d["rd_rd_l"], d["rd_wr"]) + [(PRE, d["rd_pre"])])
-    put(SAME_BANK, WR, columns(d["wr_rd_l"], d["wr_wr_l"]) + [(PRE, d["wr_pre"])])
-    put(SAME_BANK, RDP, [(ACT, d["rdp_act"]), (REF, d["rd_act"]), (REFB, d["rd_act"]),
-                         (SREFE, d["rd_act"])])
-    put(SAME_BANK, WRP, [(ACT, d["wr_act"]), (REF, d["wr_act"]), (REFB, d["wr_act"]),
-                         (SREFE, d["wr_act"])])
-    put(SAME_BANK, ACT, [(ACT, d["act_act"]), (RD, d["act_rd"]), (WR, d["act_wr"]),
-                         (RDP, d["act_rd"]), (WRP, d["act_wr"]), (PRE, d["act_pre"])])
-    put(SAME_BG, ACT, [(ACT, d["act_act_l"]), (REFB, d["act_refb"])])
-    put(OTHER_BG, ACT, [(ACT, d["act_act_s"]), (REFB, d["act_refb"])])
-    put(SAME_BANK, PRE, [(ACT, d["pre_act"]), (REF, d["pre_act"]), (REFB, d["pre_act"]),
-                         (SREFE, d["pre_act"])])
-    if cfg.is_gddr or cfg.protocol == "LPDDR4":
-        put(SAME_BG, PRE, [(PRE, d["pre_pre"])])
-        put(OTHER_BG, PRE, [(PRE, d["pre_pre"])])
-    # Per-bank refresh, where we differ from DRAMsim3 on purpose (it has no reference run):
-    # DRAMsim3 lists the refreshed bank's own delay under same_rank, which its update never
-    # reads (upstream issue #24), and holds every other bank of the rank off ACT for tRFC
-    # and off the next per-bank refresh for a whole tREFI, so a rotation over 16 banks takes
-    # 16 x tREFI and refresh falls behind. We apply tRFCb to the refreshed bank and, as
-    # LPDDR4's per-bank refresh does, let the other banks activate after tRRD and take the
-    # next per-bank refresh after tRFCb.
-    put(SAME_BANK, REFB, [(ACT, d["refb_act"]), (REFB, d["refb_act"]), (REF, d["refb_act"]),
-                          (SREFE, d["refb_act"])])
-    put(SAME_BG, REFB, [(ACT, d["act_act_l"]), (REFB, d["refb_act"])])
-    put(OTHER_BG, REFB, [(ACT, d["act_act_s"]), (REFB, d["refb_act"])])
-    put(SAME_RANK, REF, [(ACT, d["ref_act"]), (REF, d["ref_act"]), (SREFE, d["ref_act"])])
-    put(SAME_RANK, SREFE, [(SREFX, d["sre_srx"])])
-    put(SAME_RANK, SREFX, [(ACT, d["srx_any"]), (REF, d["srx_any"]), (REFB, d["srx_any"]),
-                           (SREFE, d["srx_any"])])
+        count[scope, cmd] = len(slot)
     return TimingTables(count=count, nxt=nxt, delay=delay)
 
 

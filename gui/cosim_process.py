@@ -23,17 +23,10 @@ import numpy as np
 
 def bank_index(memory: Any, addr: np.ndarray) -> np.ndarray:
     """Flat bank index (channel, rank, bank group, bank; the engine's per-bank order) of each
-    byte address under ``memory``'s address mapping."""
-    a = np.asarray(addr, dtype=np.uint64) >> np.uint64(memory.shift_bits)
-    pos, mask = memory.field_positions, memory.field_masks
-
-    def field(name: str) -> np.ndarray:
-        return ((a >> np.uint64(pos[name])) & np.uint64(mask[name])).astype(np.int64)
-
-    ch, ra, bg, ba = field("ch"), field("ra"), field("bg"), field("ba")
-    banks = int(memory.banks)
-    bpg = int(memory.banks_per_group_eff)
-    return (ch * int(memory.ranks) + ra) * banks + bg * bpg + ba
+    byte address under ``memory``'s address mapping, XOR bank interleave included (the
+    engine's one decoder, engine.address)."""
+    from engine.address import bank_index as _bank_index
+    return _bank_index(memory, addr)
 
 
 def bank_activity(layer_traces: Any, memory: Any, total_cycles: float,

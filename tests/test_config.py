@@ -87,7 +87,7 @@ def test_derived_values_match_dramsim3(name: str) -> None:
     expected = DERIVED_BLOCKS[name]
     renamed = {"bankgroups": "bankgroups_eff", "banks_per_group": "banks_per_group_eff",
                "columns": "columns_eff", "channel_size_MB": "channel_size_eff", "BL": "BL_eff",
-               "self_refresh": "enable_self_refresh"}
+               "self_refresh": "enable_self_refresh", "hbm_dual_cmd": "dual_cmd_eff"}
     energy = cfg.energy_increments
     assert len(expected) >= 70        # the parser found the whole block
     for key, text in expected.items():
@@ -193,15 +193,16 @@ def test_parameters_declare_every_field_once() -> None:
     assert set(names) | {"name"} == {f.name for f in dataclasses.fields(MemoryConfig)}
     assert all(s.section in ("organisation", "timing", "power", "controller") for s in PARAMETERS)
     default = MemoryConfig()
-    assert all(getattr(default, s.name) == s.default for s in PARAMETERS if s.name != "hbm_dual_cmd")
+    assert all(getattr(default, s.name) == s.default for s in PARAMETERS)
 
 
 def test_dramsim3_rules() -> None:
     ddr4 = load_preset("DDR4-3200")
-    assert ddr4.hbm_dual_cmd is False and load_preset("HBM2").hbm_dual_cmd is True
+    assert ddr4.dual_cmd_eff is False and load_preset("HBM2").dual_cmd_eff is True
     assert ddr4.tRC == ddr4.tRAS + ddr4.tRP
     assert ddr4.replace(tRAS=60).tRC == 60 + ddr4.tRP
-    assert ddr4.replace(BL=0).burst_cycle == 0 and ddr4.replace(BL=0).BL_eff == 8
+    with pytest.raises(ConfigError, match="BL = 0: expected a power of two"):
+        ddr4.replace(BL=0)
     assert ddr4.capacity_bytes == 16 << 30
     assert ddr4.page_size_bytes == 1024
     closed = MemoryConfig.from_dict({"row_buf_policy": "CLOSE_PAGE"})

@@ -1,0 +1,8 @@
+"""HBM2 (JESD235A) as DRAMsim3 models it: row and column command buses, columns count x 2."""
+from .base import DRAMSIM3_CONSTRAINTS, LEVELS_DDR, REFAB, Standard, dramsim3_commands, per_bank_refresh
+
+STANDARD = Standard(
+    name="HBM2", family="HBM", document="JESD235A (DRAMsim3's model)", levels=LEVELS_DDR,
+    commands=dramsim3_commands(), constraints=DRAMSIM3_CONSTRAINTS,
+    refresh=(REFAB, per_bank_refresh()), presets=("HBM2",), column_scale="2", split_rcd=True,
+    dual_command=True)

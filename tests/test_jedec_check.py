@@ -21,7 +21,8 @@ from engine.errors import TraceError
 from engine.jedec_check import (CheckParams, Violation, check_command_trace,
                                 parse_command_trace)
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+from refdata import DATA_DIR, MISSING_DATA  # tests/data/ (provenance: tests/data/README.md)
+SHARED = DATA_DIR
 REF_DIR = SHARED / "reference" / "dramsim3"
 CMD_DIR = REF_DIR / "cmdtrace"
 INI_DIR = SHARED / "dramsim3-configs"
@@ -118,7 +119,7 @@ def _real_config(name: str):
 
 def _traces(name: str, workload: str) -> list[Path]:
     if not CMD_DIR.is_dir():
-        pytest.skip(f"shared reference data not found at {CMD_DIR}")
+        pytest.skip(f"{MISSING_DATA}: {CMD_DIR}")
     files = sorted(CMD_DIR.glob(f"{name}__{workload}.*.cmd.trace.gz"))
     assert files, f"no command trace for {name} / {workload}"
     return files

@@ -50,12 +50,34 @@ MERGE_SLACK = 4096           # pending reads that merged into an earlier read of
 class SimOptions:
     """How a run is driven (the memory system itself is the MemoryConfig)."""
 
-    cycles: int | None = None            # stop at this cycle, like DRAMsim3's -c
+    cycles: int | None = None            # simulate exactly this many cycles (DRAMsim3's -c)
+    max_cycles: int | None = None        # stop at this cycle or when the trace is done
     epoch: int | None = None             # epoch length in cycles (default: cfg.epoch_period)
     phantom_eof_read: bool = False       # reproduce DRAMsim3's extra READ at end of trace
     cmd_trace: Path | None = None        # write every DRAM command here
     track_completions: bool = False      # keep (request id, completion cycle) pairs
     chunk_size: int = 1 << 16
+    wrap_addresses: bool = False         # drop address bits above the capacity (DRAMsim3)
+
+    def __post_init__(self) -> None:
+        for name in ("cycles", "max_cycles"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or \
+                    not 1 <= int(v) <= MAX_CYCLE:
+                raise SimulatorInputError(f"SimOptions.{name} = {v!r}: expected an integer "
+                                          f"from 1 to 2^62 - 1")
+        if self.cycles is not None and self.max_cycles is not None:
+            raise SimulatorInputError(
+                f"SimOptions: cycles = {self.cycles} and max_cycles = {self.max_cycles} given "
+                f"together: cycles runs exactly N cycles (DRAMsim3's -c), max_cycles stops at "
+                f"N or when the trace is done; give one of them")
+
+    @property
+    def limit(self) -> int | None:
+        """The last cycle boundary of the run, whichever of cycles / max_cycles is given."""
+        return self.cycles if self.cycles is not None else self.max_cycles
 
 
 @dataclass
@@ -110,6 +132,9 @@ class Simulator:
         self.wall_seconds = 0.0
         self.finished = False
         self._closed = False
+        self.addresses_wrapped = 0       # requests beyond the capacity (wrap_addresses)
+        self._ran_on = False             # an exact-cycles run went on after its last request
+        self.requests_waiting = 0        # due before the cycle limit, never accepted
 
     # ---------------------------------------------------------------- state
     def _build_state(self) -> None:
@@ -287,12 +312,20 @@ class Simulator:
              pos0: int = 0) -> int:
         G = self.s["G"]
         G[K.G_POS] = pos0
-        limit = self.options.cycles if self.options.cycles is not None else K.INF
+        limit = self.options.limit if self.options.limit is not None else K.INF
+        exact = self.options.cycles is not None
         t0 = time.perf_counter()
         try:
             while True:
                 stop = min(self._next_epoch, limit)
                 rc = self._call(addr, isw, cyc, src, rid, final, stop, horizon)
+                if rc == K.FINISHED and exact and self.clock < limit:
+                    # DRAMsim3's -c N: every accepted request is done before N, yet the
+                    # memory keeps running (refresh, background energy, write drains) until N
+                    self._idle_to(limit)
+                    addr = isw = cyc = src = rid = np.zeros(0, np.int64)
+                    final, horizon, G[K.G_POS] = False, limit, 0
+                    continue
                 self._drain_logs()
                 if rc == K.PAUSED:
                     now = self.clock
@@ -301,6 +334,10 @@ class Simulator:
                         if progress is not None:
                             progress(self, self.epochs[-1])
                     if now >= limit:
+                        # requests due before the limit that the front end could not hand
+                        # to a full controller queue (only the current chunk can hold any)
+                        self.requests_waiting = int(np.count_nonzero(
+                            cyc[int(G[K.G_POS]):] < limit))
                         self._finish_at(limit)
                         return K.FINISHED
                     if cancel is not None and cancel():
@@ -313,6 +350,16 @@ class Simulator:
                 return rc
         finally:
             self.wall_seconds += time.perf_counter() - t0
+
+    def _idle_to(self, limit: int) -> None:
+        """After FINISHED in an exact-cycles run: let the kernel run on, input-free, to limit."""
+        G = self.s["G"]
+        check_span(self.clock, limit, ref_interval=int(self.P[K.P_REF_INTERVAL]),
+                   epoch_len=self._epoch_len,
+                   what=f"cycles = {limit} (every request was done at cycle {self.clock})")
+        G[K.G_FRONT_DONE] = 0
+        G[K.G_FINISHED] = 0
+        self._ran_on = True
 
     def feed(self, addr: np.ndarray, is_write: np.ndarray, cycle: np.ndarray,
              stream: np.ndarray | None = None, *, final: bool = False,
@@ -354,11 +401,25 @@ class Simulator:
         cap = getattr(self.cfg, "capacity_bytes", None)
         if cap:
             bad = np.flatnonzero(a.view(np.uint64) >= np.uint64(cap))
-            if bad.size:
+            if bad.size and self.options.wrap_addresses:
+                # DRAMsim3 decodes only the mapped bits, so the bits above the capacity are
+                # dropped for the DRAM location; the full address stays the line's identity
+                # in the pending-request maps, as in DRAMsim3
+                if self.addresses_wrapped == 0:
+                    i = int(bad[0])
+                    log.warning("%s: request %d: address %#x is beyond the capacity of %d "
+                                "bytes: its bits above the capacity are dropped "
+                                "(--wrap-addresses); further ones are counted in "
+                                "num_addresses_wrapped", self.cfg.name,
+                                self._next_id - len(a) + i, int(a.view(np.uint64)[i]), cap)
+                self.addresses_wrapped += int(bad.size)
+            elif bad.size:
                 i = int(bad[0])
                 raise DiffMemError(
                     f"request {self._next_id - len(a) + i}: address {int(a.view(np.uint64)[i]):#x} "
-                    f"is beyond the memory capacity of {cap} bytes ({self.cfg.name})")
+                    f"is beyond the memory capacity of {cap} bytes ({self.cfg.name}); "
+                    f"wrap_addresses=True (--wrap-addresses) drops the bits above the "
+                    f"capacity as DRAMsim3 does")
 
     def access(self, addrs, sizes, is_write, cycles) -> np.ndarray:
         """Online interface: accesses of any size, split into DRAM requests.
@@ -540,7 +601,7 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
     options = options or SimOptions()
     sim = Simulator(cfg, options)
     paths = [traces] if isinstance(traces, (str, Path)) else list(traces)
-    cap = getattr(cfg, "capacity_bytes", None)
+    cap = None if options.wrap_addresses else getattr(cfg, "capacity_bytes", None)
     try:
         if len(paths) == 1:
             chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,

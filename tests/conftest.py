@@ -44,6 +44,27 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         session.exitstatus = 1
 
 
+def _gen_traces(shared_dir: Path, out: Path, n: int) -> Path:
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, str(shared_dir / "tools" / "gen_traces.py"), str(out),
+                    "--n", str(n)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def ref_traces(shared_dir, tmp_path_factory) -> Path:
+    """The 200k-request reference traces, made by the generator exactly as the references
+    were (tests/data/tools/gen_traces.py, seed 7)."""
+    return _gen_traces(shared_dir, tmp_path_factory.mktemp("traces"), 200_000)
+
+
+@pytest.fixture(scope="session")
+def ref_traces_1m(shared_dir, tmp_path_factory) -> Path:
+    """The 1M-request stream and random reference traces (traces1m/ of the references)."""
+    return _gen_traces(shared_dir, tmp_path_factory.mktemp("traces1m"), 1_000_000)
+
+
 @pytest.fixture(scope="session")
 def timeloop_explicit(shared_dir: Path) -> list[dict]:
     """The explicit-mapping entries of the Timeloop reference, each with the parsed layer,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,15 +18,6 @@ from engine.simulator import SimOptions, cmd_trace_paths, simulate_trace
 
 CONFIGS = ("DDR4_8Gb_x8_3200", "LPDDR4_8Gb_x16_2400", "GDDR6_8Gb_x16", "HBM2_8Gb_x128")
 PATTERNS = ("stream", "random", "mixed", "strided", "diffusion")
-
-
-@pytest.fixture(scope="session")
-def ref_traces(shared_dir, tmp_path_factory) -> Path:
-    """The reference traces, made by the shared generator exactly as the references were."""
-    out = tmp_path_factory.mktemp("traces")
-    subprocess.run([sys.executable, str(shared_dir / "tools" / "gen_traces.py"), str(out),
-                    "--n", "200000"], check=True, capture_output=True)
-    return out
 
 
 def _head(src: Path, dst: Path, n: int) -> Path:

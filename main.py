@@ -220,9 +220,10 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 # ==== selfcheck (hidden: installation check, used by the installer's smoke test) ================
 def cmd_selfcheck(args: argparse.Namespace) -> int:
-    from engine.selfcheck import run_checks
+    from engine import selfcheck
+    from optimizer.selfcheck import CHECKS as OPTIMIZER_CHECKS
 
-    results = run_checks()
+    results = selfcheck.run_checks(selfcheck.CHECKS + OPTIMIZER_CHECKS)
     for r in results:
         print(f"{'ok  ' if r.ok else 'FAIL'} {r.name:<10} {r.seconds:6.2f} s  {r.detail}")
     return 0 if all(r.ok for r in results) else 1

@@ -8,7 +8,8 @@ DIR/build/dramsim3main and DIR/src/configs/. For each of the four reference conf
 generated traces (first 2,000 requests, seed 7, as tests/data/reference/dramsim3/cmdtrace),
 DRAMsim3 is run for N = half and 3x + 4321 of the cycle count at which
 every request was done (cycles.txt), so runs end before the trace does, and long after it
-(refresh, background energy and write drains going on with nothing left to serve). Also one
+(refresh, background energy and write drains going on with nothing left to serve),
+and for the mixed trace N = 5e7 (almost all idle: what the engine skips in closed form). Also one
 run per config on a trace whose addresses carry bits above the capacity (DRAMsim3 drops
 them). Writes tests/data/reference/dramsim3-cycles/: runs.json (per run: config, trace,
 cycles, per-channel counters of DRAMsim3's dramsim3.json) and cmdtrace/*.cmd.trace.gz.
@@ -30,6 +31,7 @@ OUT = DATA / "reference" / "dramsim3-cycles"
 CONFIGS = ("DDR4_8Gb_x8_3200", "LPDDR4_8Gb_x16_2400", "GDDR6_8Gb_x16", "HBM2_8Gb_x128")
 PATTERNS = ("stream", "random", "mixed", "strided", "diffusion")
 HEAD = 2000
+IDLE_CYCLES = 50_000_000   # long idle after the trace: the engine skips it in closed form
 WRAP_BIT = 40          # bit added to every other address of the wrap traces (above capacity)
 
 
@@ -92,6 +94,7 @@ def main() -> int:
             plans = [("short", n_done // 2), ("long", 3 * n_done + 4321)]
             if pat == "mixed":
                 plans.append(("wrap", 3 * n_done))
+                plans.append(("idle", IDLE_CYCLES))
             for kind, n in plans:
                 t = wrapped_trace(tr, tmp / f"{pat}.wrap.trace") if kind == "wrap" else tr
                 work = tmp / "run"

@@ -200,6 +200,9 @@ def build_stats(sim) -> Stats:
     summary["num_requests_pending"] = acc - int(G[K.G_COMPLETED])
     summary["num_requests_waiting"] = int(sim.requests_waiting)
     summary["num_addresses_wrapped"] = int(sim.addresses_wrapped)
+    # idle stretches skipped whole refresh periods at a time (statistics identical to
+    # simulating them cycle by cycle: tests/test_engine_idle_skip.py)
+    summary["idle_cycles_skipped_in_closed_form"] = int(sim.fast_forward_cycles)
     summary["frontend_mean_lag_cycles"] = int(G[K.G_FRONT_LAG_SUM]) / acc if acc else 0.0
     summary["simulated_time_ns"] = num_cycles * cfg.tCK
     summary["wall_seconds"] = sim.wall_seconds

@@ -92,6 +92,13 @@ def test_cycles_n_matches_dramsim3_commands_and_stats(shared_dir, ref_traces, tm
     assert ours == ref
     _check_summary(s, run["channels"], cfg)
     assert s["run_mode"] == "cycles" and s["cycles_requested"] == run["cycles"]
+    if run["kind"] == "idle":
+        # the same run without a command trace skips the idle time in closed form
+        fast = simulate_trace(cfg, trace, SimOptions(cycles=run["cycles"],
+                                                     phantom_eof_read=True,
+                                                     epoch=10**9)).summary
+        assert fast["idle_cycles_skipped_in_closed_form"] > run["cycles"] // 2
+        _check_summary(fast, run["channels"], cfg)
     if run["kind"] == "short":
         # the run ends inside the trace: requests in flight, later ones never offered
         assert s["num_requests_pending"] + s["num_requests_waiting"] > 0

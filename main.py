@@ -941,4 +941,11 @@ if __name__ == "__main__":
     import multiprocessing
 
     multiprocessing.freeze_support()   # the packaged app's spawned workers (studies) start here
-    sys.exit(main())
+    status = main()
+    if len(sys.argv) > 1:
+        # a headless command has done and saved its work: keep the interpreter's final
+        # garbage collection off the ~10^5 objects numba made (about 0.2 CPU-s at exit,
+        # benchmarks/bench_engine_startup.py)
+        import gc
+        gc.freeze()
+    sys.exit(status)

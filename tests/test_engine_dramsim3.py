@@ -1,4 +1,4 @@
-"""Agreement with DRAMsim3 on its own reference runs (../shared/reference/dramsim3/).
+"""Agreement with DRAMsim3 on its own reference runs (tests/data/reference/dramsim3/).
 
 Short case: the first 2,000 requests of each generated trace on the four reference configs,
 run for DRAMsim3's cycle count: every DRAM command must be identical to DRAMsim3's command
@@ -75,7 +75,7 @@ def test_head2000_commands_and_stats_match_dramsim3(shared_dir, ref_traces, tmp_
 @pytest.mark.parametrize("cfg_name,pattern", [("DDR4_8Gb_x8_3200", "mixed"),
                                               ("HBM2_8Gb_x128", "diffusion")])
 def test_full_trace_matches_dramsim3_results(shared_dir, ref_traces, cfg_name, pattern):
-    """200k requests run to completion: the figures of ../shared/reference/dramsim3/results."""
+    """200k requests run to completion: the figures of tests/data/reference/dramsim3/results."""
     cfg = load_ini(shared_dir / "dramsim3-configs" / f"{cfg_name}.ini")
     st = simulate_trace(cfg, ref_traces / f"{pattern}.trace",
                         SimOptions(phantom_eof_read=True, epoch=0))

@@ -1,6 +1,6 @@
 """Tests of the independent JEDEC command-trace checker (engine/jedec_check.py).
 
-1. DRAMsim3's own command traces (shared/reference/dramsim3/cmdtrace) must check clean, with
+1. DRAMsim3's own command traces (tests/data/reference/dramsim3/cmdtrace) must check clean, with
    a stand-in configuration built from DRAMsim3's printed parameters (derived_params.txt) and
    with the real ``engine.config.load_ini`` when it is available.
 2. Hand-made traces: each timing rule is met exactly (clean) and then broken by one cycle

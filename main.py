@@ -54,36 +54,11 @@ def _stderr_progress() -> Callable[[Any, Any], None] | None:
     return progress
 
 
-def _apply_overrides(cfg: Any, scheduler: str | None, page_policy: str | None) -> Any:
-    """cfg with --scheduler / --page-policy applied (row_buf_policy follows page_policy)."""
-    changes: dict[str, Any] = {}
-    if scheduler is not None:
-        changes["scheduler"] = scheduler
-    if page_policy is not None:
-        changes["page_policy"] = page_policy
-        # the config requires row_buf_policy CLOSE_PAGE exactly when page_policy is 'close'
-        changes["row_buf_policy"] = "CLOSE_PAGE" if page_policy == "close" else "OPEN_PAGE"
-    return cfg.replace(**changes) if changes else cfg
-
-
-def run_simulation(config: str, traces: Sequence[str | Path], out: str | Path | None, *,
-                   cycles: int | None = None, epoch: int | None = None,
-                   cmd_trace: str | Path | None = None, phantom_eof_read: bool = False,
-                   scheduler: str | None = None, page_policy: str | None = None) -> Any:
-    """Load the config, simulate the traces, write the statistics JSON; returns the Stats."""
-    from engine.config import load_config
-    from engine.simulator import SimOptions, simulate_trace
-
-    cfg = _apply_overrides(load_config(config), scheduler, page_policy)
-    options = SimOptions(cycles=cycles, epoch=epoch,
-                         cmd_trace=Path(cmd_trace) if cmd_trace is not None else None,
-                         phantom_eof_read=phantom_eof_read)
-    log.debug("simulating %s on %s", ", ".join(str(t) for t in traces), cfg.name)
-    stats = simulate_trace(cfg, [Path(t) for t in traces], options,
-                           progress=_stderr_progress())
-    if out is not None:
-        stats.write_json(out)
-    return stats
+def run_simulation(config: str, traces: Sequence[str | Path], out: str | Path | None,
+                   **options: Any) -> Any:
+    """The simulate job (engine/simulate_job.py) with progress on stderr; returns the Stats."""
+    from engine.simulate_job import run_simulation as run
+    return run(config, traces, out, progress=_stderr_progress(), **options)
 
 
 def _requests_per_second(s: dict[str, Any]) -> float:
@@ -103,14 +78,27 @@ def format_summary(name: str, s: dict[str, Any]) -> str:
         f"  total energy          {s['total_energy']:.4g} pJ",
         f"  speed                 {_requests_per_second(s):.3g} requests/s "
         f"({s['wall_seconds']:.2f} s wall)",
-    ])
+    ] + _end_of_run_lines(s))
+
+
+def _end_of_run_lines(s: dict[str, Any]) -> list[str]:
+    """What was still in flight when a run stopped at its cycle limit, and wrapped addresses."""
+    out = []
+    if s.get("num_requests_pending") or s.get("num_requests_waiting"):
+        out.append(f"  at the end             {s['num_requests_pending']} accepted requests "
+                   f"pending, {s['num_requests_waiting']} due but not yet accepted")
+    if s.get("num_addresses_wrapped"):
+        out.append(f"  wrapped addresses      {s['num_addresses_wrapped']} requests beyond the "
+                   f"capacity (bits above it dropped)")
+    return out
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     stats = run_simulation(args.config, args.trace, args.out, cycles=args.cycles,
-                           epoch=args.epoch, cmd_trace=args.cmd_trace,
-                           phantom_eof_read=args.phantom_eof_read, scheduler=args.scheduler,
-                           page_policy=args.page_policy)
+                           max_cycles=args.max_cycles, epoch=args.epoch,
+                           cmd_trace=args.cmd_trace, phantom_eof_read=args.phantom_eof_read,
+                           scheduler=args.scheduler, page_policy=args.page_policy,
+                           wrap_addresses=args.wrap_addresses)
     print(format_summary(str(stats.summary.get("config", args.config)), stats.summary))
     print(f"statistics written to {args.out}")
     if args.cmd_trace is not None:
@@ -248,9 +236,10 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 # ==== selfcheck (hidden: installation check, used by the installer's smoke test) ================
 def cmd_selfcheck(args: argparse.Namespace) -> int:
-    from engine.selfcheck import run_checks
+    from engine import selfcheck
+    from optimizer.selfcheck import CHECKS as OPTIMIZER_CHECKS
 
-    results = run_checks()
+    results = selfcheck.run_checks(selfcheck.CHECKS + OPTIMIZER_CHECKS)
     for r in results:
         print(f"{'ok  ' if r.ok else 'FAIL'} {r.name:<10} {r.seconds:6.2f} s  {r.detail}")
     return 0 if all(r.ok for r in results) else 1
@@ -648,11 +637,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="request trace (.trace/.txt DRAMsim3 text, .dmt binary, .h5 HDF5); "
                         "repeat for several streams")
     p.add_argument("--out", required=True, metavar="STATS.json", help="statistics output")
-    p.add_argument("--cycles", type=_positive_int, metavar="N",
-                   help="stop at this cycle (like DRAMsim3's -c)")
+    run_len = p.add_mutually_exclusive_group()
+    run_len.add_argument("--cycles", type=_positive_int, metavar="N",
+                         help="simulate exactly N cycles, as DRAMsim3's -c does: the trace may "
+                              "end earlier (refresh, background energy and write drains go "
+                              "on); requests still queued at N are reported as pending")
+    run_len.add_argument("--max-cycles", type=_positive_int, metavar="N",
+                         help="stop at cycle N or when every request is done, whichever "
+                              "comes first (default: run until every request is done)")
     p.add_argument("--epoch", type=_positive_int, metavar="N",
                    help="epoch length in cycles (default: the config's epoch_period)")
     p.add_argument("--cmd-trace", metavar="FILE", help="write every DRAM command to FILE")
+    p.add_argument("--wrap-addresses", action="store_true",
+                   help="drop address bits above the memory's capacity, as DRAMsim3 does "
+                        "(counted and warned; default: such an address is an error)")
     p.add_argument("--phantom-eof-read", action="store_true",
                    help="reproduce DRAMsim3's extra READ at the end of a trace")
     p.add_argument("--scheduler", choices=SCHEDULER_CHOICES,
@@ -925,4 +923,11 @@ if __name__ == "__main__":
     import multiprocessing
 
     multiprocessing.freeze_support()   # the packaged app's spawned workers (studies) start here
-    sys.exit(main())
+    status = main()
+    if len(sys.argv) > 1:
+        # a headless command has done and saved its work: keep the interpreter's final
+        # garbage collection off the ~10^5 objects numba made (about 0.2 CPU-s at exit,
+        # benchmarks/bench_engine_startup.py)
+        import gc
+        gc.freeze()
+    sys.exit(status)

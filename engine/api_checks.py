@@ -3,9 +3,12 @@ dtypes, ranges, monotonic cycles, and the bound on idle time one call may ask fo
 
 Idle time is skipped event by event: every refresh interval and every statistics epoch in a
 gap costs work (about 1.5 us per refresh interval, 50 us per epoch on the development
-machine, see benchmarks/RESULTS.md, issue 15).  A gap that would take more than
-:data:`MAX_GAP_REFRESHES` refresh intervals or create more than :data:`MAX_GAP_EPOCHS` epochs
-is refused with an error naming the request, instead of running for minutes or hours.
+machine, see benchmarks/RESULTS.md, issue 15), except where the simulator skips long idle
+stretches in closed form (`Simulator._fast_forward`: whole refresh periods at once, not
+when a command trace is written).  A gap that would take more than
+:data:`MAX_GAP_REFRESHES` refresh intervals event by event or create more than
+:data:`MAX_GAP_EPOCHS` epochs is refused with an error naming the request, instead of
+running for minutes or hours.
 """
 from __future__ import annotations
 
@@ -110,13 +113,14 @@ def check_feed(addr: Any, is_write: Any, cycle: Any, stream: Any, *, last_cycle:
 
 
 def check_gaps(cycles: np.ndarray, start: int, *, first_id: int, ref_interval: int,
-               epoch_len: int) -> None:
+               epoch_len: int, refresh_limit: bool = True) -> None:
     """Refuse an idle gap (from ``start``, then between consecutive requests) that would
-    take more than MAX_GAP_REFRESHES refresh intervals or MAX_GAP_EPOCHS epochs."""
+    take more than MAX_GAP_REFRESHES refresh intervals (unless ``refresh_limit`` is False:
+    the simulator skips idle refresh in closed form) or MAX_GAP_EPOCHS epochs."""
     if cycles.shape[0] == 0:
         return
     # the span of the whole chunk bounds every gap in it: look closer only when it is long
-    limit = min(MAX_GAP_REFRESHES * max(ref_interval, 1),
+    limit = min(MAX_GAP_REFRESHES * max(ref_interval, 1) if refresh_limit else 2**63,
                 MAX_GAP_EPOCHS * epoch_len if epoch_len > 0 else 2**63)
     if int(cycles[-1]) - start <= limit:
         return
@@ -124,15 +128,17 @@ def check_gaps(cycles: np.ndarray, start: int, *, first_id: int, ref_interval: i
     gaps = cycles - prev
     k = int(np.argmax(gaps))
     check_span(int(prev[k]), int(cycles[k]), ref_interval=ref_interval, epoch_len=epoch_len,
-               what=f"request {first_id + k} at cycle {int(cycles[k])}")
+               what=f"request {first_id + k} at cycle {int(cycles[k])}",
+               refresh_limit=refresh_limit)
 
 
-def check_span(start: int, end: int, *, ref_interval: int, epoch_len: int, what: str) -> None:
+def check_span(start: int, end: int, *, ref_interval: int, epoch_len: int, what: str,
+               refresh_limit: bool = True) -> None:
     gap = end - start
     if gap <= 0:
         return
     refreshes = gap // max(ref_interval, 1)
-    if refreshes > MAX_GAP_REFRESHES:
+    if refresh_limit and refreshes > MAX_GAP_REFRESHES:
         raise SimulatorInputError(
             f"{what}: an idle gap of {gap} cycles spans {refreshes} refresh intervals; at most "
             f"{MAX_GAP_REFRESHES} can be simulated in one gap (about 15 s): shorten the idle "

@@ -1,9 +1,10 @@
 """Installation self-check: ``python main.py selfcheck`` (``diffmem selfcheck`` in a bundle).
 
 Checks that an installation can do its work: the shipped resources are found, the numba
-kernels compile (or load from the cache) and simulate, PyTorch imports and differentiates
-(the optimiser's needs), the optimiser's modules import, worker processes spawn (studies)
-and matplotlib renders (study reports).  Used by the installer's smoke test
+kernels compile (or load from the cache) and simulate, worker processes spawn (studies)
+and matplotlib renders (study reports); the optimiser's checks (PyTorch imports and
+differentiates, the optimiser's modules import) are in optimizer/selfcheck.py, since the
+engine never imports torch or the optimiser (tests/test_import_rules.py).  Used by the installer's smoke test
 (tests/test_packaging_bundle.py) and by a support engineer on a user's machine; not listed
 in ``--help``.  Light to import: every check imports what it needs when it runs.
 """
@@ -13,7 +14,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -62,29 +63,6 @@ def check_numba() -> str:
     return f"{done} requests in {s['num_cycles']} cycles; kernel cache: {where}"
 
 
-def check_torch() -> str:
-    """torch imports, autograd gives the right gradient and an Adam step lowers a loss."""
-    import torch
-
-    x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
-    (x ** 2).sum().backward()
-    expected = 2 * x.detach()
-    if x.grad is None or not torch.allclose(x.grad, expected):
-        raise RuntimeError(f"autograd gave {x.grad}, expected {expected}")
-    p = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
-    opt = torch.optim.Adam([p], lr=0.1)
-    losses = []
-    for _ in range(5):
-        opt.zero_grad()
-        loss = (p ** 2).sum()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
-    if not losses[-1] < losses[0]:
-        raise RuntimeError(f"Adam did not lower the loss: {losses}")
-    return f"torch {torch.__version__}: autograd and Adam ok"
-
-
 def _square(x: int) -> int:
     return x * x
 
@@ -123,33 +101,20 @@ def check_plots() -> str:
     return f"PNG of {len(buf.getvalue())} bytes"
 
 
-def check_optimizer() -> str:
-    """The optimiser package imports (its modules, whatever exists of them)."""
-    import importlib
-    import pkgutil
-
-    import optimizer
-
-    names = sorted(m.name for m in pkgutil.iter_modules(optimizer.__path__))
-    for name in names:
-        importlib.import_module(f"optimizer.{name}")
-    return "modules: " + (", ".join(names) if names else "(none yet)")
-
-
 CHECKS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("resources", check_resources),
     ("numba", check_numba),
-    ("torch", check_torch),
-    ("optimizer", check_optimizer),
     ("processes", check_processes),
     ("plots", check_plots),
 )
 
 
-def run_checks() -> list[CheckResult]:
-    """Run every check; a failing check is reported, not raised."""
+def run_checks(checks: Sequence[tuple[str, Callable[[], str]]] | None = None
+               ) -> list[CheckResult]:
+    """Run the checks (default: this module's CHECKS; `main.py selfcheck` adds the
+    optimiser's, optimizer/selfcheck.py); a failing check is reported, not raised."""
     results = []
-    for name, check in CHECKS:
+    for name, check in (CHECKS if checks is None else checks):
         t0 = time.perf_counter()
         try:
             detail, ok = check(), True

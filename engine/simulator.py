@@ -15,6 +15,7 @@ trace length and a GUI can stay responsive.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,18 +43,45 @@ HIST_BINS = 1 << 15          # latency histogram resolution: 1 cycle up to 32767
 CMD_LOG_ROWS = 1 << 16
 COMP_ROWS = 1 << 18
 MERGE_SLACK = 4096           # pending reads that merged into an earlier read of the same line
+FF_MIN_PERIODS = 64          # idle stretches of at least this many refresh periods are skipped
+FF_PROBES = 6                # periods simulated, at most, to find the periodic idle state
+FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast_forward)
 
 
 @dataclass
 class SimOptions:
     """How a run is driven (the memory system itself is the MemoryConfig)."""
 
-    cycles: int | None = None            # stop at this cycle, like DRAMsim3's -c
+    cycles: int | None = None            # simulate exactly this many cycles (DRAMsim3's -c)
+    max_cycles: int | None = None        # stop at this cycle or when the trace is done
     epoch: int | None = None             # epoch length in cycles (default: cfg.epoch_period)
     phantom_eof_read: bool = False       # reproduce DRAMsim3's extra READ at end of trace
     cmd_trace: Path | None = None        # write every DRAM command here
     track_completions: bool = False      # keep (request id, completion cycle) pairs
     chunk_size: int = 1 << 16
+    wrap_addresses: bool = False         # drop address bits above the capacity (DRAMsim3)
+    fast_idle: bool = True               # skip long idle stretches whole refresh periods at
+                                         # a time (identical statistics; off: step by step)
+
+    def __post_init__(self) -> None:
+        for name in ("cycles", "max_cycles"):
+            v = getattr(self, name)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or \
+                    not 1 <= int(v) <= MAX_CYCLE:
+                raise SimulatorInputError(f"SimOptions.{name} = {v!r}: expected an integer "
+                                          f"from 1 to 2^62 - 1")
+        if self.cycles is not None and self.max_cycles is not None:
+            raise SimulatorInputError(
+                f"SimOptions: cycles = {self.cycles} and max_cycles = {self.max_cycles} given "
+                f"together: cycles runs exactly N cycles (DRAMsim3's -c), max_cycles stops at "
+                f"N or when the trace is done; give one of them")
+
+    @property
+    def limit(self) -> int | None:
+        """The last cycle boundary of the run, whichever of cycles / max_cycles is given."""
+        return self.cycles if self.cycles is not None else self.max_cycles
 
 
 @dataclass
@@ -108,6 +136,13 @@ class Simulator:
         self.wall_seconds = 0.0
         self.finished = False
         self._closed = False
+        self.addresses_wrapped = 0       # requests beyond the capacity (wrap_addresses)
+        self._ran_on = False             # an exact-cycles run went on after its last request
+        self.requests_waiting = 0        # due before the cycle limit, never accepted
+        self.fast_forwards = 0           # idle stretches skipped in closed form
+        self.fast_forward_cycles = 0     # cycles they spanned
+        self._ff_period = self._idle_period() if (
+            self.options.fast_idle and self.options.cmd_trace is None) else 0
 
     # ---------------------------------------------------------------- state
     def _build_state(self) -> None:
@@ -285,12 +320,22 @@ class Simulator:
              pos0: int = 0) -> int:
         G = self.s["G"]
         G[K.G_POS] = pos0
-        limit = self.options.cycles if self.options.cycles is not None else K.INF
+        limit = self.options.limit if self.options.limit is not None else K.INF
+        exact = self.options.cycles is not None
         t0 = time.perf_counter()
         try:
             while True:
                 stop = min(self._next_epoch, limit)
+                if self._ff_period and not final and int(G[K.G_POS]) >= len(addr):
+                    self._fast_forward(addr, isw, cyc, src, rid, min(stop, horizon))
                 rc = self._call(addr, isw, cyc, src, rid, final, stop, horizon)
+                if rc == K.FINISHED and exact and self.clock < limit:
+                    # DRAMsim3's -c N: every accepted request is done before N, yet the
+                    # memory keeps running (refresh, background energy, write drains) until N
+                    self._idle_to(limit)
+                    addr = isw = cyc = src = rid = np.zeros(0, np.int64)
+                    final, horizon, G[K.G_POS] = False, limit, 0
+                    continue
                 self._drain_logs()
                 if rc == K.PAUSED:
                     now = self.clock
@@ -299,6 +344,10 @@ class Simulator:
                         if progress is not None:
                             progress(self, self.epochs[-1])
                     if now >= limit:
+                        # requests due before the limit that the front end could not hand
+                        # to a full controller queue (only the current chunk can hold any)
+                        self.requests_waiting = int(np.count_nonzero(
+                            cyc[int(G[K.G_POS]):] < limit))
                         self._finish_at(limit)
                         return K.FINISHED
                     if cancel is not None and cancel():
@@ -311,6 +360,107 @@ class Simulator:
                 return rc
         finally:
             self.wall_seconds += time.perf_counter() - t0
+
+    def _idle_period(self) -> int:
+        """Cycles after which an idle memory repeats itself: the refresh rotation (ranks, or
+        banks and ranks) times the refresh interval, over a whole turn of the kernel's
+        refresh queue ring (REFQ_CAP entries), so that its head index repeats too."""
+        pol = int(self.P[K.P_REF_POLICY])
+        if pol == K.REF_RANK_STAGGERED:
+            turn = self.cfg.ranks
+        elif pol == K.REF_RANK_SIMULTANEOUS:
+            turn = 1
+        else:
+            turn = self.cfg.ranks * self.cfg.bankgroups_eff * self.cfg.banks_per_group_eff
+        return int(self.P[K.P_REF_INTERVAL]) * math.lcm(turn, K.REFQ_CAP)
+
+    def _fast_forward(self, addr, isw, cyc, src, rid, end: int) -> None:
+        """Skip most of the idle stretch [clock, end) in closed form, identical to simulating it.
+
+        Called with no input left before `end` (the caller's horizon, epoch or cycle limit).
+        Simulates whole periods p (refresh rotation x interval) until the state is periodic,
+        i.e. the change over the last period equals the change over the one before, element
+        by element, in every state array (counters and cycle stamps advance by the same
+        amount each period; queues, rows and rings are unchanged); then the kernel, which is
+        invariant to a shift of time by whole periods when idle, would repeat that change
+        every period, so k periods are added at once: state += k * change. The rest is
+        simulated. The large arrays (completion rings, latency histograms, completion and
+        command logs) are not copied: the kernel writes them only when a request is accepted
+        or completes or a column command issues, so those counters must not have moved."""
+        p = self._ff_period
+        s = self.s
+        small = [k for k, v in s.items() if v.size < FF_BIG]
+
+        def snap() -> dict[str, np.ndarray]:
+            return {k: s[k].copy() for k in small}
+
+        def quiet(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+            G0, G1, C0, C1 = a["G"], b["G"], a["C"], b["C"]
+            return (G0[K.G_ACCEPTED] == G1[K.G_ACCEPTED]
+                    and G0[K.G_COMPLETED] == G1[K.G_COMPLETED]
+                    and np.array_equal(C0[:, K.C_READ_CMDS], C1[:, K.C_READ_CMDS])
+                    and np.array_equal(C0[:, K.C_WRITE_CMDS], C1[:, K.C_WRITE_CMDS]))
+
+        def period() -> int:
+            target = self.clock + p
+            while self.clock < target:      # (a full completion buffer pauses the kernel)
+                rc = self._call(addr, isw, cyc, src, rid, False, target, target)
+                self._drain_logs()
+                if rc == K.DEADLOCK:
+                    raise SimulationError(self._deadlock_report())
+                if rc != K.PAUSED:
+                    return rc
+            return K.PAUSED
+
+        if end - self.clock < FF_MIN_PERIODS * p:
+            return
+        snaps = [snap()]
+        for _ in range(FF_PROBES):
+            if end - self.clock < 3 * p or period() != K.PAUSED:
+                self._refuse_long_idle(end)
+                return
+            snaps.append(snap())
+            if len(snaps) < 3:
+                continue
+            s0, s1, s2 = snaps[-3:]
+            snaps = snaps[-2:]
+            change: dict[str, np.ndarray] = {}
+            periodic = quiet(s0, s2)
+            for name, v in s2.items():
+                if not periodic:
+                    break
+                dv = v - s1[name]
+                periodic = np.array_equal(dv, s1[name] - s0[name])
+                if periodic and dv.any():
+                    change[name] = dv
+            if not periodic:
+                continue
+            k = (end - self.clock) // p - 1
+            if k > 0:
+                for name, dv in change.items():
+                    s[name] += k * dv
+                self.fast_forwards += 1
+                self.fast_forward_cycles += k * p
+            return
+        self._refuse_long_idle(end)
+
+    def _refuse_long_idle(self, end: int) -> None:
+        """The idle state did not become periodic: refuse what would take too long step by
+        step (api_checks.MAX_GAP_REFRESHES), as the checks do without the fast path."""
+        check_span(self.clock, end, ref_interval=int(self.P[K.P_REF_INTERVAL]),
+                   epoch_len=0, what=f"idle time from cycle {self.clock} to {end} (its "
+                   f"state never became periodic, so it cannot be skipped in closed form)")
+
+    def _idle_to(self, limit: int) -> None:
+        """After FINISHED in an exact-cycles run: let the kernel run on, input-free, to limit."""
+        G = self.s["G"]
+        check_span(self.clock, limit, ref_interval=int(self.P[K.P_REF_INTERVAL]),
+                   epoch_len=self._epoch_len,
+                   what=f"cycles = {limit} (every request was done at cycle {self.clock})",
+                   refresh_limit=not self._ff_period)
+        G[K.G_FRONT_DONE] = 0
+        G[K.G_FINISHED] = 0
+        self._ran_on = True
 
     def feed(self, addr: np.ndarray, is_write: np.ndarray, cycle: np.ndarray,
              stream: np.ndarray | None = None, *, final: bool = False,
@@ -327,7 +477,8 @@ class Simulator:
         a_u, w_i, c_i, s_i = check_feed(addr, is_write, cycle, stream, last_cycle=last,
                                         first_id=self._next_id)
         check_gaps(c_i, last, first_id=self._next_id,
-                   ref_interval=int(self.P[K.P_REF_INTERVAL]), epoch_len=self._epoch_len)
+                   ref_interval=int(self.P[K.P_REF_INTERVAL]), epoch_len=self._epoch_len,
+                   refresh_limit=not self._ff_period)
         n = a_u.shape[0]
         a = np.ascontiguousarray(a_u).view(np.int64)
         w = np.ascontiguousarray(w_i)
@@ -345,18 +496,58 @@ class Simulator:
             a, w, c, sr = (np.array([x], np.int64) for x in self._last_req)
             rid = np.array([-1], np.int64)
             pos0 = 1
-        self._run(a, w, c, sr, rid, final, 0, progress, cancel, pos0)
+        m = len(a)
+        segments = self._split_at_gaps(c) if (self._ff_period and n) else [(0, m, False)]
+        z = np.zeros(0, np.int64)
+        for lo, hi, idle_first in segments:
+            if idle_first:
+                # a long idle stretch before request lo: simulated input-free (and skipped
+                # in closed form) up to its arrival, exactly as the kernel would wait for it
+                self._run(z, z, z, z, z, False, int(c[lo]), progress, cancel)
+                if self.finished:
+                    break
+            self._run(a[lo:hi], w[lo:hi], c[lo:hi], sr[lo:hi], rid[lo:hi],
+                      final and hi == m, 0, progress, cancel, pos0)
+            if self.finished:
+                break
         return ids
+
+    def _split_at_gaps(self, c: np.ndarray) -> list[tuple[int, int, bool]]:
+        """(lo, hi, long idle stretch before lo) segments of a chunk, cut where requests
+        are at least FF_MIN_PERIODS idle periods apart (or the first is that far ahead)."""
+        n = len(c)
+        start = np.empty(n, np.int64)
+        start[0] = self.clock
+        start[1:] = c[:-1]
+        cuts = np.flatnonzero(c - start >= FF_MIN_PERIODS * self._ff_period).tolist()
+        if not cuts:
+            return [(0, n, False)]
+        bounds = ([0] if cuts[0] != 0 else []) + cuts + [n]
+        return [(lo, hi, lo in set(cuts)) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
     def _check_addresses(self, a: np.ndarray) -> None:
         cap = getattr(self.cfg, "capacity_bytes", None)
         if cap:
             bad = np.flatnonzero(a.view(np.uint64) >= np.uint64(cap))
-            if bad.size:
+            if bad.size and self.options.wrap_addresses:
+                # DRAMsim3 decodes only the mapped bits, so the bits above the capacity are
+                # dropped for the DRAM location; the full address stays the line's identity
+                # in the pending-request maps, as in DRAMsim3
+                if self.addresses_wrapped == 0:
+                    i = int(bad[0])
+                    log.warning("%s: request %d: address %#x is beyond the capacity of %d "
+                                "bytes: its bits above the capacity are dropped "
+                                "(--wrap-addresses); further ones are counted in "
+                                "num_addresses_wrapped", self.cfg.name,
+                                self._next_id - len(a) + i, int(a.view(np.uint64)[i]), cap)
+                self.addresses_wrapped += int(bad.size)
+            elif bad.size:
                 i = int(bad[0])
                 raise DiffMemError(
                     f"request {self._next_id - len(a) + i}: address {int(a.view(np.uint64)[i]):#x} "
-                    f"is beyond the memory capacity of {cap} bytes ({self.cfg.name})")
+                    f"is beyond the memory capacity of {cap} bytes ({self.cfg.name}); "
+                    f"wrap_addresses=True (--wrap-addresses) drops the bits above the "
+                    f"capacity as DRAMsim3 does")
 
     def access(self, addrs, sizes, is_write, cycles) -> np.ndarray:
         """Online interface: accesses of any size, split into DRAM requests.
@@ -397,7 +588,7 @@ class Simulator:
             raise SimulatorInputError(f"advance: cycle {cycle} is outside 0..2^62")
         check_span(max(self.clock, self._last_req[2] if self._last_req else 0), cycle,
                    ref_interval=int(self.P[K.P_REF_INTERVAL]), epoch_len=self._epoch_len,
-                   what=f"advance({cycle})")
+                   what=f"advance({cycle})", refresh_limit=not self._ff_period)
         z = np.zeros(0, np.int64)
         self._run(z, z, z, z, z, False, int(cycle), None, None)
 
@@ -538,7 +729,7 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
     options = options or SimOptions()
     sim = Simulator(cfg, options)
     paths = [traces] if isinstance(traces, (str, Path)) else list(traces)
-    cap = getattr(cfg, "capacity_bytes", None)
+    cap = None if options.wrap_addresses else getattr(cfg, "capacity_bytes", None)
     try:
         if len(paths) == 1:
             chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,

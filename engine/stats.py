@@ -190,6 +190,19 @@ def build_stats(sim) -> Stats:
                                               - tot_C[K.C_WRITE_MERGES]
                                               - tot_C[K.C_WRITE_CMDS])
     acc = int(G[K.G_ACCEPTED])
+    # how the run ended (DRAMsim3's -c N runs exactly N cycles: what is still in flight then is
+    # pending; max_cycles stops at N or when done): accepted but not completed, and due
+    # before N (trace cycle < N) but still waiting in the front end for room in a queue
+    opts = sim.options
+    summary["run_mode"] = ("cycles" if opts.cycles is not None else
+                           "max_cycles" if opts.max_cycles is not None else "to_completion")
+    summary["cycles_requested"] = opts.limit
+    summary["num_requests_pending"] = acc - int(G[K.G_COMPLETED])
+    summary["num_requests_waiting"] = int(sim.requests_waiting)
+    summary["num_addresses_wrapped"] = int(sim.addresses_wrapped)
+    # idle stretches skipped whole refresh periods at a time (statistics identical to
+    # simulating them cycle by cycle: tests/test_engine_idle_skip.py)
+    summary["idle_cycles_skipped_in_closed_form"] = int(sim.fast_forward_cycles)
     summary["frontend_mean_lag_cycles"] = int(G[K.G_FRONT_LAG_SUM]) / acc if acc else 0.0
     summary["simulated_time_ns"] = num_cycles * cfg.tCK
     summary["wall_seconds"] = sim.wall_seconds

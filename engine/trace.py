@@ -519,7 +519,8 @@ def _text_error(path: Path, line_no: int, text: bytes, code: int, last_cycle: in
                f"expected non-decreasing cycles")
     elif code == _E_CAPACITY:
         msg = (f"address {tokens[0]} is beyond the memory capacity of {capacity} bytes "
-               f"(expected an address below {capacity:#x})")
+               f"(expected an address below {capacity:#x}; --wrap-addresses drops the bits "
+               f"above the capacity, as DRAMsim3 does)")
     elif code == _E_ADDR_RANGE:
         msg = f"address does not fit in 64 bits: {_TEXT_EXPECTED}, got {shown!r}"
     elif code == _E_CYCLE_RANGE:
@@ -717,7 +718,9 @@ def _check_records(path: Path, addr: np.ndarray, cycle: np.ndarray, prev_cycle: 
             k = int(bad[0])
             raise TraceError(f"{what} {first_record + k}: address {int(addr[k]):#x} is beyond "
                              f"the memory capacity of {capacity_bytes} bytes (expected an "
-                             f"address below {int(capacity_bytes):#x})", path=path)
+                             f"address below {int(capacity_bytes):#x}; --wrap-addresses "
+                             f"drops the bits above the capacity, as DRAMsim3 does)",
+                             path=path)
 
 
 def _stream_values(stored: np.ndarray | None, n: int, stream_id: int | None) -> np.ndarray:

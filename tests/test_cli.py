@@ -101,7 +101,7 @@ def test_convert_trace_round_trip(tmp_path: Path) -> None:
 def test_presets_import_ini(tmp_path: Path, shared_dir: Path) -> None:
     ini = shared_dir / "dramsim3-configs" / "DDR4_8Gb_x8_3200.ini"
     if not ini.is_file():
-        pytest.skip(f"{ini} not found")
+        pytest.skip(f"reference data missing: {ini}")
     res = run_main("presets", "--import-ini", ini, "--out", tmp_path / "mine")
     assert res.returncode == 0, res.stderr
     from engine.config import load_config

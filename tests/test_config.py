@@ -13,11 +13,12 @@ from engine.config import (PARAMETERS, PRESET_DIR, REFRESH_POLICIES, MemoryConfi
                            list_presets, load_config, load_ini, load_preset, save_preset)
 from engine.errors import ConfigError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+from refdata import DATA_DIR, MISSING_DATA  # tests/data/ (provenance: tests/data/README.md)
+SHARED = DATA_DIR
 DS3_CONFIGS = SHARED / "dramsim3-configs"
 DERIVED = SHARED / "reference" / "dramsim3" / "derived_params.txt"
 INI_FILES = sorted(DS3_CONFIGS.glob("*.ini")) if DS3_CONFIGS.is_dir() else []
-NO_CONFIGS = f"DRAMsim3 configs not found at {DS3_CONFIGS} (shared/ is not checked out)"
+NO_CONFIGS = f"{MISSING_DATA}: DRAMsim3 configs not found at {DS3_CONFIGS}"
 # preset -> DRAMsim3 file it copies
 PRESET_SOURCES = {"DDR4-3200": "DDR4_8Gb_x8_3200.ini", "LPDDR4-2400": "LPDDR4_8Gb_x16_2400.ini",
                   "GDDR6": "GDDR6_8Gb_x16.ini", "HBM2": "HBM2_8Gb_x128.ini"}
@@ -79,7 +80,7 @@ DERIVED_BLOCKS = _parse_derived(DERIVED.read_text()) if DERIVED.is_file() else {
 
 
 @pytest.mark.parametrize("name", sorted(DERIVED_BLOCKS) or [pytest.param(
-    None, marks=pytest.mark.skip(reason=f"{DERIVED} not found"))])
+    None, marks=pytest.mark.skip(reason=f"{MISSING_DATA}: {DERIVED} not found"))])
 def test_derived_values_match_dramsim3(name: str) -> None:
     if not DS3_CONFIGS.is_dir():
         pytest.skip(NO_CONFIGS)

@@ -1,4 +1,4 @@
-"""Agreement with DRAMsim3 on its own reference runs (../shared/reference/dramsim3/).
+"""Agreement with DRAMsim3 on its own reference runs (tests/data/reference/dramsim3/).
 
 Short case: the first 2,000 requests of each generated trace on the four reference configs,
 run for DRAMsim3's cycle count: every DRAM command must be identical to DRAMsim3's command
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,15 +18,6 @@ from engine.simulator import SimOptions, cmd_trace_paths, simulate_trace
 
 CONFIGS = ("DDR4_8Gb_x8_3200", "LPDDR4_8Gb_x16_2400", "GDDR6_8Gb_x16", "HBM2_8Gb_x128")
 PATTERNS = ("stream", "random", "mixed", "strided", "diffusion")
-
-
-@pytest.fixture(scope="session")
-def ref_traces(shared_dir, tmp_path_factory) -> Path:
-    """The reference traces, made by the shared generator exactly as the references were."""
-    out = tmp_path_factory.mktemp("traces")
-    subprocess.run([sys.executable, str(shared_dir / "tools" / "gen_traces.py"), str(out),
-                    "--n", "200000"], check=True, capture_output=True)
-    return out
 
 
 def _head(src: Path, dst: Path, n: int) -> Path:
@@ -86,7 +75,7 @@ def test_head2000_commands_and_stats_match_dramsim3(shared_dir, ref_traces, tmp_
 @pytest.mark.parametrize("cfg_name,pattern", [("DDR4_8Gb_x8_3200", "mixed"),
                                               ("HBM2_8Gb_x128", "diffusion")])
 def test_full_trace_matches_dramsim3_results(shared_dir, ref_traces, cfg_name, pattern):
-    """200k requests run to completion: the figures of ../shared/reference/dramsim3/results."""
+    """200k requests run to completion: the figures of tests/data/reference/dramsim3/results."""
     cfg = load_ini(shared_dir / "dramsim3-configs" / f"{cfg_name}.ini")
     st = simulate_trace(cfg, ref_traces / f"{pattern}.trace",
                         SimOptions(phantom_eof_read=True, epoch=0))

@@ -26,7 +26,8 @@ settings.register_profile("deep", max_examples=1000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "dramsim3-configs"
+from refdata import DATA_DIR, MISSING_DATA  # tests/data/ (provenance: tests/data/README.md)
+SHARED = DATA_DIR / "dramsim3-configs"
 BASE_INI = SHARED / "DDR4_8Gb_x8_2400.ini"
 PRESET = Path(__file__).resolve().parents[1] / "resources" / "presets" / "dram" / "DDR4-3200.toml"
 
@@ -65,7 +66,7 @@ VALUES = st.one_of(st.integers(min_value=-2**70, max_value=2**70).map(str),
                    st.text(max_size=12), st.sampled_from(["", "0x", "true", "1e-9", "0"]))
 
 
-@pytest.mark.skipif(not BASE_INI.exists(), reason="shared DRAMsim3 configs not available")
+@pytest.mark.skipif(not BASE_INI.exists(), reason=f"{MISSING_DATA}: {BASE_INI}")
 @settings(max_examples=12)
 @given(st.lists(st.tuples(st.integers(min_value=0, max_value=10_000), VALUES), min_size=1,
                 max_size=5))

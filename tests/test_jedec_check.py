@@ -1,6 +1,6 @@
 """Tests of the independent JEDEC command-trace checker (engine/jedec_check.py).
 
-1. DRAMsim3's own command traces (shared/reference/dramsim3/cmdtrace) must check clean, with
+1. DRAMsim3's own command traces (tests/data/reference/dramsim3/cmdtrace) must check clean, with
    a stand-in configuration built from DRAMsim3's printed parameters (derived_params.txt) and
    with the real ``engine.config.load_ini`` when it is available.
 2. Hand-made traces: each timing rule is met exactly (clean) and then broken by one cycle
@@ -21,7 +21,8 @@ from engine.errors import TraceError
 from engine.jedec_check import (CheckParams, Violation, check_command_trace,
                                 parse_command_trace)
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+from refdata import DATA_DIR, MISSING_DATA  # tests/data/ (provenance: tests/data/README.md)
+SHARED = DATA_DIR
 REF_DIR = SHARED / "reference" / "dramsim3"
 CMD_DIR = REF_DIR / "cmdtrace"
 INI_DIR = SHARED / "dramsim3-configs"
@@ -118,7 +119,7 @@ def _real_config(name: str):
 
 def _traces(name: str, workload: str) -> list[Path]:
     if not CMD_DIR.is_dir():
-        pytest.skip(f"shared reference data not found at {CMD_DIR}")
+        pytest.skip(f"{MISSING_DATA}: {CMD_DIR}")
     files = sorted(CMD_DIR.glob(f"{name}__{workload}.*.cmd.trace.gz"))
     assert files, f"no command trace for {name} / {workload}"
     return files

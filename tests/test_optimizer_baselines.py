@@ -23,9 +23,10 @@ from optimizer.search import Budget
 from optimizer.space import SearchSpace
 from optimizer.timeline import build_timeline
 from optimizer.workload import network_from_json
+from refdata import MISSING_DATA, data_path  # tests/data/ (provenance: tests/data/README.md)
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference" / "costmodel" / "reference.json"
+REFERENCE = data_path("reference/costmodel/reference.json") or Path("reference.json")
 BASELINES = ("random", "ga", "bo", "dosa")
 BUDGET = 40
 
@@ -184,7 +185,7 @@ def test_cli_compare(tmp_path: Path, net_file: Path,
     assert table["all_valid"] and len(table["runs"]) == 2
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="shared reference data not present")
+@pytest.mark.skipif(not REFERENCE.exists(), reason=f"{MISSING_DATA}: reference/costmodel/reference.json")
 def test_cli_evaluate_reference_reproduces_timeloop_counts(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "scores.json"

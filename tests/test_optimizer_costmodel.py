@@ -235,7 +235,7 @@ def test_fadiff_honours_cancel():
 def test_builtin_networks_match_the_shared_layer_shapes(shared_dir):
     path = shared_dir / "workloads.json"
     if not path.exists():
-        pytest.skip("../shared/workloads.json not available")
+        pytest.skip(f"reference data missing: {path}")
     ref = json.loads(path.read_text())
     for name in NETWORKS:
         net = load_network(name)

@@ -27,14 +27,15 @@ from engine.power import (
     io_energy_per_bit,
 )
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+from refdata import DATA_DIR, MISSING_DATA  # tests/data/ (provenance: tests/data/README.md)
+SHARED = DATA_DIR
 DS3_REF = SHARED / "reference" / "dramsim3"
 DRAMPOWER_REF = SHARED / "reference" / "drampower"
 CONFIG_DIR = SHARED / "dramsim3-configs"
 
 needs_shared = pytest.mark.skipif(
     not (DS3_REF / "results" / "raw").is_dir() or not CONFIG_DIR.is_dir(),
-    reason=f"shared reference data not found at {SHARED}",
+    reason=f"{MISSING_DATA}: {SHARED}",
 )
 
 CONFIGS = ["DDR4_8Gb_x8_3200", "LPDDR4_8Gb_x16_2400", "GDDR6_8Gb_x16", "HBM2_8Gb_x128"]
@@ -148,7 +149,7 @@ def _spread(total: int, n: int, rng: np.random.Generator) -> np.ndarray:
 def load_raw(name: str, workload: str) -> dict[str, Any]:
     path = DS3_REF / "results" / "raw" / f"{name}__{workload}.dramsim3.json"
     if not path.is_file():
-        pytest.skip(f"{path.name} not in the shared reference results")
+        pytest.skip(f"{MISSING_DATA}: {path}")
     return json.loads(path.read_text())
 
 
@@ -341,7 +342,7 @@ def test_io_table_ships_with_the_engine() -> None:
 
 
 @pytest.mark.skipif(not (DRAMPOWER_REF / "results" / "io_energy_per_bit.json").is_file(),
-                    reason="DRAMPower reference results not found")
+                    reason=f"{MISSING_DATA}: DRAMPower results")
 @pytest.mark.parametrize("protocol, group, memspec", [
     ("DDR4", "DDR4-3200 x8 (rank 64 bit)", "DDR4_8Gb_x8_3200.physIO.dqonly.json"),
     ("LPDDR4", "LPDDR4-2400 x16 (rank 64 bit)", "LPDDR4_8Gb_x16_2400.physIO.dqonly.json"),

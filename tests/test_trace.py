@@ -220,7 +220,8 @@ def test_address_beyond_capacity(tmp_path: Path) -> None:
     p = write_lines(tmp_path / "t.trace", "0x0 READ 0\n0x3fffffff READ 1\n0x40000000 WRITE 2\n")
     assert error_of(p, capacity_bytes=1 << 30) == (
         f"{p}:3: address 0x40000000 is beyond the memory capacity of 1073741824 bytes "
-        f"(expected an address below 0x40000000)")
+        f"(expected an address below 0x40000000; --wrap-addresses drops the bits above the "
+        f"capacity, as DRAMsim3 does)")
     assert len(read_trace(p, capacity_bytes=(1 << 30) + 1)) == 3
     p = write_lines(tmp_path / "u.trace", "0xffffffffffffffff READ 0\n")
     assert ":1: address 0xffffffffffffffff is beyond" in error_of(p, capacity_bytes=1 << 40)

@@ -1,0 +1,72 @@
+"""The `simulate` job: a config (preset, .toml or DRAMsim3 .ini) and request traces in,
+statistics out. `python main.py simulate` only parses its flags, calls :func:`run_simulation`
+and prints; the window and scripts can call the same function.
+
+Run length follows DRAMsim3 when asked: ``cycles=N`` simulates exactly N cycles as
+``dramsim3main -c N`` does (the trace may end earlier; refresh, background energy and write
+drains go on; what is still queued at N is reported as pending), ``max_cycles=N`` stops at N
+or when every request is done, neither runs until every request is done.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from engine.stats import Stats
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SimulateJob:
+    """Everything one `simulate` run needs besides the traces."""
+
+    config: str                          # preset name or .toml / .ini path
+    cycles: int | None = None            # exactly N cycles (DRAMsim3's -c)
+    max_cycles: int | None = None        # stop at N or when done
+    epoch: int | None = None
+    cmd_trace: Path | None = None
+    phantom_eof_read: bool = False
+    scheduler: str | None = None
+    page_policy: str | None = None
+    wrap_addresses: bool = False
+
+
+def apply_overrides(cfg: Any, scheduler: str | None, page_policy: str | None) -> Any:
+    """cfg with a scheduler / page policy override applied (row_buf_policy follows the page
+    policy: the config requires CLOSE_PAGE exactly when page_policy is 'close')."""
+    changes: dict[str, Any] = {}
+    if scheduler is not None:
+        changes["scheduler"] = scheduler
+    if page_policy is not None:
+        changes["page_policy"] = page_policy
+        changes["row_buf_policy"] = "CLOSE_PAGE" if page_policy == "close" else "OPEN_PAGE"
+    return cfg.replace(**changes) if changes else cfg
+
+
+def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | None, *,
+            progress: Callable[[Any, Any], None] | None = None) -> "Stats":
+    """Load the config, simulate the traces, write the statistics JSON to `out` (if given)."""
+    from engine.config import load_config
+    from engine.simulator import SimOptions, simulate_trace
+
+    cfg = apply_overrides(load_config(job.config), job.scheduler, job.page_policy)
+    options = SimOptions(cycles=job.cycles, max_cycles=job.max_cycles, epoch=job.epoch,
+                         cmd_trace=Path(job.cmd_trace) if job.cmd_trace is not None else None,
+                         phantom_eof_read=job.phantom_eof_read,
+                         wrap_addresses=job.wrap_addresses)
+    log.debug("simulating %s on %s", ", ".join(str(t) for t in traces), cfg.name)
+    stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress)
+    if out is not None:
+        stats.write_json(out)
+    return stats
+
+
+def run_simulation(config: str, traces: Sequence[str | Path], out: str | Path | None, *,
+                   progress: Callable[[Any, Any], None] | None = None,
+                   **options: Any) -> "Stats":
+    """:func:`run_job` with the job's fields as keyword arguments (cycles=..., epoch=...)."""
+    return run_job(SimulateJob(config, **options), traces, out, progress=progress)

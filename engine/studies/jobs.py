@@ -136,7 +136,7 @@ def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
     trace = point["trace"]
     try:
         cfg = MemoryConfig.from_dict(point["config"])
-        options = SimOptions(cycles=point.get("cycles"))
+        options = SimOptions(max_cycles=point.get("cycles"))  # a study caps each run
         group = trace.get("group") or "trace"
         if point.get("arrival", "trace") == "saturate":
             stats = _simulate_saturated(cfg, trace["path"], options, group)

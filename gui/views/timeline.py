@@ -8,7 +8,7 @@ as the simulation view's epoch plots, and can be linked to them (:meth:`link_x`)
 Fed by the engine's public command trace (``SimOptions.cmd_trace``, the format DRAMsim3
 writes, read back with ``engine.jedec_check.parse_command_trace``).  The engine has no option
 to record only a window, so :meth:`TimelineView.record` simulates the trace up to the
-window's end (``SimOptions.cycles``) in the usual child process and keeps the commands inside
+window's end (``SimOptions.max_cycles``) in the usual child process and keeps the commands inside
 the window: a window early in a long trace costs little, a late one costs the run up to it.
 The recorded trace is read and matched in a background thread
 (:func:`gui.timeline_requests.load_window`), never on the GUI thread.
@@ -412,7 +412,7 @@ class TimelineView(QWidget):
         window = window or self.window_cycles(float(cfg.tCK))
         self._tmp = tempfile.TemporaryDirectory(prefix="diffmem-cmds-")
         path = Path(self._tmp.name) / "commands.txt"
-        options = {"cycles": int(window[1]), "cmd_trace": str(path),
+        options = {"max_cycles": int(window[1]), "cmd_trace": str(path),
                    "epoch": max(100, int(window[1]))}
         self._pending = (cfg, path, window, str(trace))
         run = start_simulation(cfg, [str(trace)], options, parent=self)

@@ -107,7 +107,7 @@ def _geo(xs: list[float]) -> float:
 
 def report(args: argparse.Namespace) -> str:
     runs = [r for r in read_runs(Path(args.out)) if (not args.tag or r.get("tag", "") in
-                                                      args.tag)]
+                                                      args.tag) and int(r["seed"]) in args.seeds]
     lines: list[str] = []
     label = (lambda r: r["method"] + (f"[{r['tag']}]" if r.get("tag") else ""))
     configs = [c for c in args.configs if any(r["config"] == c for r in runs)]

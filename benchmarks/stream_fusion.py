@@ -50,10 +50,13 @@ GROUPS: list[tuple[str, str, str, str, list[int]]] = [
     ("resnet18 layer4.1", "resnet18", "layer4.1.conv1", "layer4.1.conv2", [1]),
     ("mobilenet dw1->pw1", "mobilenet_v1", "dw1", "pw1", [8, 28]),
     ("mobilenet dw2->pw2", "mobilenet_v1", "dw2", "pw2", [4]),
+    ("mobilenet dw3->pw3", "mobilenet_v1", "dw3", "pw3", [4]),
     ("mobilenet dw4->pw4", "mobilenet_v1", "dw4", "pw4", [4]),
+    ("mobilenet dw5->pw5", "mobilenet_v1", "dw5", "pw5", [2]),
     ("mobilenet dw6->pw6", "mobilenet_v1", "dw6", "pw6", [2]),
     ("mobilenet dw7->pw7", "mobilenet_v1", "dw7", "pw7", [2, 7]),
     ("mobilenet dw11->pw11", "mobilenet_v1", "dw11", "pw11", [1]),
+    ("mobilenet dw12->pw12", "mobilenet_v1", "dw12", "pw12", [1]),
     ("mobilenet dw13->pw13", "mobilenet_v1", "dw13", "pw13", [1]),
     ("gpt3 ffn fc1->fc2", "gpt3_6.7b_ffn", "fc1", "fc2", [16]),
 ]

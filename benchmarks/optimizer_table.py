@@ -114,9 +114,8 @@ def report(args: argparse.Namespace) -> str:
     for cfg in configs:
         rs = [r for r in runs if r["config"] == cfg]
         methods = list(dict.fromkeys(label(r) for r in rs))
-        if args.methods_order:
-            methods = [m for m in args.methods_order if m in methods] + \
-                [m for m in methods if m not in args.methods_order]
+        if args.methods_order:          # these methods only, in this order
+            methods = [m for m in args.methods_order if m in methods]
         nets = [n for n in args.networks if any(r["network"] == n for r in rs)]
         cell: dict[tuple[str, str, str], list[float]] = {}
         for r in rs:
@@ -187,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                          "methods abl:<name>")
     ap.add_argument("--tag", default="", help="label of this batch of runs (kept apart)")
     ap.add_argument("--report", action="store_true", help="print the tables and exit")
-    ap.add_argument("--methods-order", nargs="+", default=None)
+    ap.add_argument("--methods-order", nargs="+", default=None,
+                    help="with --report: only these methods, in this order")
     ap.add_argument("--tags", dest="tag_filter", nargs="+", default=None)
     args = ap.parse_args(argv)
     if args.report:

@@ -59,8 +59,8 @@ GROUPS: list[tuple[str, str, str, str, list[int]]] = [
     ("mobilenet dw12->pw12", "mobilenet_v1", "dw12", "pw12", [1]),
     ("mobilenet dw13->pw13", "mobilenet_v1", "dw13", "pw13", [1]),
     ("gpt3 ffn fc1->fc2", "gpt3_6.7b_ffn", "fc1", "fc2", [16]),
-    ("vgg16 conv1_1->conv1_2", "vgg16", "conv1_1", "conv1_2", [8]),
-    ("vgg16 conv2_1->conv2_2", "vgg16", "conv2_1", "conv2_2", [8]),
+    ("vgg16 conv1_1->conv1_2", "vgg16", "conv1_1", "conv1_2", [8, 28]),
+    ("vgg16 conv2_1->conv2_2", "vgg16", "conv2_1", "conv2_2", [8, 28]),
 ]
 
 

@@ -168,6 +168,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "unshared": {"share_shapes": False},            # one decision per layer
     "lr0": {"learn": False},                        # sampling only: no gradient step
     "no-fusion": {"fusion": False},
+    "no-archive": {"archive": 0},                   # no re-assembly from the scored samples
 }
 
 

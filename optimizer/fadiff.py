@@ -76,6 +76,8 @@ class FADiffSettings:
     log_relax: bool = True          # straight-through in log-factor space (False: linear)
     fusion: bool = True             # sigma variables (False: nothing fused)
     learn: bool = True              # False: lr 0 (sampling from the initial distribution)
+    archive: int = 24               # per shape group, the (cycles, energy) Pareto front of
+    #                                 the feasible layer mappings the steps scored (0: off)
 
 
 class _Model:
@@ -163,6 +165,7 @@ class _Model:
         sig, hard = self._fusion_sample(tau, gen)
         nc = combine(c, self.space.batch, self.space.hw, self.space.graph, sig)
         choices = torch.cat([idx[:, self.group_of], oidx[:, self.group_of, None]], -1)
+        self.last_c9 = c9
         return nc, c, rows_log[..., 0], sig, hard, choices.numpy()
 
     def penalties(self, c: LayerCosts, logd: torch.Tensor, sig: torch.Tensor):
@@ -224,6 +227,108 @@ class _Model:
             v[k] = 0.0
 
 
+class _Archive:
+    """Per group of identical-shape layers, the Pareto front (group cycles, group energy) of
+    the feasible mappings the gradient steps have already scored: every step scores 9 loop
+    orders x K chains x L layers exactly (the forward pass of the sampled schedules), and
+    without fusion a layer's cycles and energy depend on its own mapping only.  At the end
+    the best schedule's unfused groups are re-assembled from the fronts (the exact network
+    EDP, (C - c_g + c'_g) x (E - e_g + e'_g), decides), then scored exactly: the decoding of
+    what the search saw, at no extra layer evaluations but the final check."""
+
+    def __init__(self, space: SearchSpace, groups: list[list[int]], cap: int) -> None:
+        self.space, self.cap = space, cap
+        L = len(space.layers)
+        self.groups = groups
+        self.gid = torch.zeros(L, dtype=torch.long)
+        for gi, g in enumerate(groups):
+            self.gid[g] = gi
+        self.rows: list[np.ndarray] = [np.zeros((0, 8), np.int64) for _ in groups]
+        self.cost: list[np.ndarray] = [np.zeros((0, 2)) for _ in groups]
+
+    @torch.no_grad()
+    def add(self, c9: LayerCosts, choices: np.ndarray) -> None:
+        """``c9``: the step's per-layer costs, [9, K, L] flattened order-major; ``choices``
+        [K, L, 8] the chains' samples (the loop-order entry is replaced by each of the 9)."""
+        space = self.space
+        L = len(space.layers)
+        reps = len(ORDER_PAIRS)
+        K = choices.shape[0]
+        cr = LayerCosts(**{f.name: getattr(c9, f.name).reshape(reps * K, L)
+                           for f in fields(LayerCosts)})
+        nc = combine(cr, space.batch, space.hw, space.graph, None)
+        ok = torch.ones(reps * K, L, dtype=torch.bool)
+        for v in capacity_violations(cr, space.hw).values():
+            ok &= v == 0
+        G = len(self.groups)
+        gc = torch.zeros(reps * K, G, dtype=DTYPE).index_add_(1, self.gid, nc.cycles)
+        ge = torch.zeros(reps * K, G, dtype=DTYPE).index_add_(1, self.gid, nc.energy)
+        gok = torch.ones(reps * K, G, dtype=torch.long).index_add_(
+            1, self.gid, (~ok).long()) == 1
+        gc, ge, gok = gc.numpy(), ge.numpy(), gok.numpy()
+        for gi, g in enumerate(self.groups):
+            sel = np.flatnonzero(gok[:, gi])
+            if not len(sel):
+                continue
+            o, k = sel // K, sel % K
+            rows = choices[k, g[0]].copy()
+            rows[:, 7] = o
+            self._merge(gi, rows, np.stack([gc[sel, gi], ge[sel, gi]], 1))
+
+    def _merge(self, gi: int, rows: np.ndarray, cost: np.ndarray) -> None:
+        front = self.cost[gi]
+        if len(front):          # drop the new points the front already covers (most of them)
+            covered = ((front[None, :, 0] <= cost[:, None, 0])
+                       & (front[None, :, 1] <= cost[:, None, 1])).any(1)
+            rows, cost = rows[~covered], cost[~covered]
+            if not len(rows):
+                return
+        cost, first = np.unique(cost, axis=0, return_index=True)
+        rows = rows[first]
+        rows = np.concatenate([self.rows[gi], rows])
+        cost = np.concatenate([front, cost])
+        # non-dominated: no other point at most as slow and as costly (and better in one)
+        le = (cost[None, :, 0] <= cost[:, None, 0]) & (cost[None, :, 1] <= cost[:, None, 1])
+        lt = (cost[None, :, 0] < cost[:, None, 0]) | (cost[None, :, 1] < cost[:, None, 1])
+        keep = ~(le & lt).any(1)
+        rows, cost = rows[keep], cost[keep]
+        if len(rows) > self.cap:                  # the ones with the lowest cycles x energy
+            top = np.argsort(cost[:, 0] * cost[:, 1])[:self.cap]
+            rows, cost = rows[top], cost[top]
+        self.rows[gi], self.cost[gi] = rows, cost
+
+    @torch.no_grad()
+    def assemble(self, choices: np.ndarray, fused: list[int]) -> np.ndarray | None:
+        """``choices`` with every group that no fused edge touches moved to the front point
+        that lowers the network EDP most (two passes); None when nothing moved."""
+        space = self.space
+        sigma = torch.zeros(len(space.graph.prod), dtype=DTYPE)
+        if fused:
+            sigma[fused] = 1.0
+        nc = combine(layer_costs(space.batch, space.tensors(choices)), space.batch,
+                     space.hw, space.graph, sigma)
+        cyc, en = nc.cycles.numpy().copy(), nc.energy.numpy().copy()
+        C, E = float(cyc.sum()), float(en.sum())
+        touched = {int(x) for k in fused for x in (space.graph.prod[k], space.graph.cons[k])}
+        out = choices.copy()
+        moved = False
+        for _ in range(2):
+            for gi, g in enumerate(self.groups):
+                if not len(self.rows[gi]) or touched.intersection(g):
+                    continue
+                cur_c, cur_e = float(cyc[g].sum()), float(en[g].sum())
+                a = self.cost[gi]
+                edp = (C - cur_c + a[:, 0]) * (E - cur_e + a[:, 1])
+                j = int(np.argmin(edp))
+                if edp[j] < C * E * (1 - 1e-9):
+                    out[g] = self.rows[gi][j]
+                    C, E = C - cur_c + a[j, 0], E - cur_e + a[j, 1]
+                    cyc[g] = a[j, 0] / len(g)
+                    en[g] = a[j, 1] / len(g)
+                    moved = True
+        return out if moved else None
+
+
 def _chains_for(space: SearchSpace, budget: Budget, want: int) -> int:
     """Chains that leave at least 16 steps within an evaluation budget."""
     if budget.evaluations is None:
@@ -261,6 +366,8 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
     fusable = space.graph.fusable.numpy()
 
     members = [g for g in (space.shape_groups() if st.share_shapes else []) if len(g) > 1]
+    archive = (_Archive(space, space.shape_groups() if st.share_shapes
+                        else [[i] for i in range(L)], st.archive) if st.archive else None)
     group_of = {i: g for g in members for i in g}
 
     def _project(choices: np.ndarray, want: list[int]) -> np.ndarray | None:
@@ -359,6 +466,8 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         lam = torch.where(v > 0, (lam * st.lambda_up).clamp(max=st.lambda_max),
                           (lam * st.lambda_down).clamp(min=st.lambda_start))
         edp = nc.edp.detach().numpy()
+        if archive is not None:
+            archive.add(model.last_c9, choices)
         consider(choices, hard.numpy(), edp, (cap.detach() == 0).numpy())
         if step % st.decode_every == 0:
             mc, mf = model.modes()
@@ -377,6 +486,15 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
                        violation=float(v[i_best]),
                        fused=float(torch.sigmoid(model.beta.detach()).mean())
                        if model.beta.numel() else math.nan)
+    if archive is not None and best is not None:
+        cand = archive.assemble(best[1], best[2])
+        if cand is not None:
+            edp_a, viol_a = score(space, cand, best[2])
+            tracker.evaluations += L
+            stats["archive_gain"] = best[0] / edp_a if viol_a == 0 else 0.0
+            if viol_a == 0 and edp_a < best[0] and \
+                    sorted(repair_fusion(space, cand, best[2])) == sorted(best[2]):
+                best = (edp_a, cand, best[2])
     sigma_hard: list[int]
     if best is None:            # nothing feasible seen: the first chain's mode, repaired
         mc, mf = model.modes()

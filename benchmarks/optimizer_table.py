@@ -1,0 +1,202 @@
+"""The full like-for-like table of issue 13, resumable: every (config, network, method, seed)
+run appends one JSON line to a results file as soon as it ends, so a run cut short keeps what
+it did, and a second call skips the runs already there.
+
+    .venv/bin/python benchmarks/optimizer_table.py --out RUNS.jsonl \
+        [--configs large small] [--networks ...] [--methods fadiff ga dosa random bo] \
+        [--seeds 0 1 2 3 4] [--cpu-seconds 5] [--tag NAME]
+    .venv/bin/python benchmarks/optimizer_table.py --out RUNS.jsonl --report [--tag NAME]
+
+Every run: ``optimizer.methods.optimize`` with the same CPU-second budget (one torch thread),
+the same exact evaluator and the same refinement stage; a line holds the raw (search only)
+and refined EDP (pJ x cycles, batch 1), CPU-s, evaluations, fused edges, validity, the load
+average and the commit.  ``--report`` prints the markdown tables (mean over the seeds and
+relative sd per network, method and column; geometric-mean ratios).  ``--tag`` keeps variants
+of a method (e.g. FADiff at two commits) apart in one file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    runs = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            runs.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"{path}:{i}: not a JSON line ({exc})") from exc
+    return runs
+
+
+def _key(r: dict[str, Any]) -> tuple[str, str, str, int, str]:
+    return (r["config"], r["network"], r["method"], int(r["seed"]), r.get("tag", ""))
+
+
+def run_all(args: argparse.Namespace) -> None:
+    import torch
+
+    from optimizer.methods import optimize
+    from optimizer.search import Budget
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    done = {_key(r) for r in read_runs(out)}
+    commit = _commit()
+    budget = Budget(cpu_seconds=args.cpu_seconds)
+    if args.ablation:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from bench_optimizer import register_ablations
+        register_ablations(args.ablation)
+    for seed in args.seeds:                 # seeds outermost: every network gets seed 0 first
+        for cfg in args.configs:
+            for net in args.networks:
+                for m in args.methods:
+                    k = (cfg, net, m, seed, args.tag)
+                    if k in done:
+                        continue
+                    res, _ = optimize(net, cfg, m, budget, seed, refine=not args.no_refine)
+                    raw = res.raw if res.raw is not None else res.result
+                    rec = {"config": cfg, "network": net, "method": m, "seed": seed,
+                           "tag": args.tag, "refine": not args.no_refine,
+                           "raw_edp": raw.edp, "raw_valid": raw.valid,
+                           "raw_fused": len(raw.fused), "edp": res.result.edp,
+                           "valid": res.result.valid, "fused": len(res.result.fused),
+                           "energy_pj": res.result.energy_pj,
+                           "latency_cycles": res.result.latency_cycles,
+                           "cpu_s": res.cpu_s, "wall_s": res.wall_s,
+                           "evaluations": res.evaluations,
+                           "raw_evaluations": res.raw_evaluations,
+                           "budget_cpu_s": args.cpu_seconds, "load": os.getloadavg()[0],
+                           "commit": commit,
+                           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+                    with out.open("a") as fh:
+                        fh.write(json.dumps(rec) + "\n")
+                    print(f"{cfg} {net} {m} seed {seed}: raw {raw.edp:.4g} refined "
+                          f"{res.result.edp:.4g}, {res.cpu_s:.2f} CPU-s, load "
+                          f"{rec['load']:.1f}", flush=True)
+
+
+def _geo(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def report(args: argparse.Namespace) -> str:
+    runs = [r for r in read_runs(Path(args.out)) if (not args.tag or r.get("tag", "") in
+                                                      args.tag) and int(r["seed"]) in args.seeds]
+    lines: list[str] = []
+    label = (lambda r: r["method"] + (f"[{r['tag']}]" if r.get("tag") else ""))
+    configs = [c for c in args.configs if any(r["config"] == c for r in runs)]
+    for cfg in configs:
+        rs = [r for r in runs if r["config"] == cfg]
+        methods = list(dict.fromkeys(label(r) for r in rs))
+        if args.methods_order:          # these methods only, in this order
+            methods = [m for m in args.methods_order if m in methods]
+        nets = [n for n in args.networks if any(r["network"] == n for r in rs)]
+        cell: dict[tuple[str, str, str], list[float]] = {}
+        for r in rs:
+            cell.setdefault((r["network"], label(r), "raw"), []).append(r["raw_edp"])
+            cell.setdefault((r["network"], label(r), "refined"), []).append(r["edp"])
+        seeds = sorted({int(r["seed"]) for r in rs})
+        loads = [r["load"] for r in rs]
+        lines.append(f"**{cfg}** (gemmini-{cfg}, {rs[0]['budget_cpu_s']:g} CPU-s per run, "
+                     f"seeds {', '.join(map(str, seeds))}; {len(rs)} runs, load "
+                     f"{min(loads):.1f}-{max(loads):.1f}): mean EDP (pJ x cycles, batch 1) over "
+                     "the seeds (relative sd; n = seeds when not all)")
+        lines.append("")
+        lines.append("| network | column | " + " | ".join(methods) + " |")
+        lines.append("|---|---|" + "---:|" * len(methods))
+        full: list[str] = []          # networks every method has for the geomeans
+        for n in nets:
+            if all((n, m, "raw") in cell for m in methods):
+                full.append(n)
+            for col in ("raw", "refined"):
+                cells = []
+                for m in methods:
+                    v = cell.get((n, m, col))
+                    if not v:
+                        cells.append("-")
+                        continue
+                    mean = sum(v) / len(v)
+                    sd = statistics.stdev(v) / mean if len(v) > 1 else 0.0
+                    nn = "" if len(v) == len(seeds) else f", n={len(v)}"
+                    cells.append(f"{mean:.3e} ({sd * 100:.0f} %{nn})")
+                lines.append(f"| {n} | {col} | " + " | ".join(cells) + " |")
+        for base in ("ga", "dosa", "random"):
+            if base not in methods or not full:
+                continue
+            for col in ("raw", "refined"):
+                vals = []
+                for m in methods:
+                    rat = [(sum(cell[(n, m, col)]) / len(cell[(n, m, col)]))
+                           / (sum(cell[(n, base, col)]) / len(cell[(n, base, col)]))
+                           for n in full]
+                    vals.append(f"{_geo(rat):.3f}")
+                lines.append(f"| geomean / {base} | {col} | " + " | ".join(vals) + " |")
+        cpu = {m: [r["cpu_s"] for r in rs if label(r) == m] for m in methods}
+        fused = {m: sum(r["fused"] for r in rs if label(r) == m) for m in methods}
+        lines.append("")
+        lines.append("mean CPU-s per run: " + ", ".join(
+            f"{m} {sum(v) / len(v):.2f}" for m, v in cpu.items()) +
+            f"; all valid: {all(r['valid'] for r in rs)}; fused edges in the final schedules "
+            "(sum over runs): " + ", ".join(f"{m} {v}" for m, v in fused.items()) +
+            f"; geomeans over {', '.join(full)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from optimizer.workload import NETWORKS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="the JSON-lines results file (appended)")
+    ap.add_argument("--configs", nargs="+", default=["large", "small"])
+    ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
+    ap.add_argument("--methods", nargs="+", default=["fadiff", "ga", "dosa", "random", "bo"])
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    ap.add_argument("--cpu-seconds", type=float, default=5.0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-refine", action="store_true")
+    ap.add_argument("--ablation", nargs="+", default=None,
+                    help="register these FADiff ablations (bench_optimizer.ABLATIONS) as "
+                         "methods abl:<name>")
+    ap.add_argument("--tag", default="", help="label of this batch of runs (kept apart)")
+    ap.add_argument("--report", action="store_true", help="print the tables and exit")
+    ap.add_argument("--methods-order", nargs="+", default=None,
+                    help="with --report: only these methods, in this order")
+    ap.add_argument("--tags", dest="tag_filter", nargs="+", default=None)
+    args = ap.parse_args(argv)
+    if args.report:
+        args.tag = args.tag_filter
+        print(report(args))
+        return 0
+    run_all(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

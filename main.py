@@ -26,7 +26,7 @@ PROGRESS_EVERY_S = 2.0
 
 from engine.policies import PAGE_POLICIES as PAGE_POLICY_CHOICES  # noqa: E402 (declared once)
 from engine.policies import SCHEDULERS as SCHEDULER_CHOICES  # noqa: E402
-METHOD_CHOICES = ("fadiff", "ga", "bo", "random", "dosa")     # optimize/compare --method
+from optimizer.method_names import ALL_METHODS as METHOD_CHOICES  # noqa: E402 (torch-free)
 
 log = logging.getLogger("diffmem")
 

@@ -18,6 +18,7 @@ from optimizer.costmodel import ScheduleResult
 from optimizer.errors import OptimizerError
 from optimizer.hardware import GemminiHardware, load_hardware
 from optimizer.mapping import LEVELS
+from optimizer.method_names import ALL_METHODS
 from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult
 from optimizer.space import SearchSpace
 from optimizer.timeline import build_timeline
@@ -46,7 +47,6 @@ METHODS: dict[str, MethodFn] = {
 }
 
 
-ALL_METHODS = ("fadiff", "ga", "bo", "random", "dosa")      # what the CLI offers
 
 
 class UnknownMethodError(OptimizerError):

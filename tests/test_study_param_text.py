@@ -38,18 +38,17 @@ def test_key_values_typed_or_numbers_else_text():
     assert split_items(" a; ;b ", ";") == ["a", "b"]
 
 
-def test_cli_choice_lists_are_the_libraries_lists():
-    """main.py keeps literal lists (argparse needs them before any heavy import, for a fast
-    --help); they must be the engine's and the optimiser's, and the GUI's."""
+def test_cli_and_gui_choice_lists_are_the_libraries_lists():
+    """The choice lists are declared once (engine.policies, optimizer.method_names, both free of
+    torch so --help stays fast): main.py, the GUI and the method registry use those objects."""
     import main
-    from engine.config import PAGE_POLICIES, SCHEDULERS
-    assert tuple(main.SCHEDULER_CHOICES) == tuple(SCHEDULERS)
-    assert tuple(main.PAGE_POLICY_CHOICES) == tuple(PAGE_POLICIES)
-    from optimizer.methods import ALL_METHODS
-    assert tuple(main.METHOD_CHOICES) == tuple(ALL_METHODS)
-    import ast
-    from pathlib import Path
-    src = (Path(main.__file__).parent / "gui" / "views" / "optimizer.py").read_text()
-    gui_methods = next(ast.literal_eval(n.value) for n in ast.parse(src).body
-                       if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "METHODS")
-    assert tuple(gui_methods) == tuple(ALL_METHODS)
+    from engine.policies import PAGE_POLICIES, SCHEDULERS
+    from gui.views import optimizer as optimizer_view
+    from optimizer import methods
+    from optimizer.method_names import ALL_METHODS
+    assert main.SCHEDULER_CHOICES is SCHEDULERS
+    assert main.PAGE_POLICY_CHOICES is PAGE_POLICIES
+    assert main.METHOD_CHOICES is ALL_METHODS
+    assert optimizer_view.METHODS is ALL_METHODS
+    assert methods.ALL_METHODS is ALL_METHODS
+    assert set(methods.METHODS) == set(ALL_METHODS)

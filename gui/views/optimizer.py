@@ -38,8 +38,7 @@ from gui.plots.log_axis import use_log_y
 from gui.plots.validation_scatter import ValidationScatter
 from gui.project_lists import preset_names, project_names
 
-#: Methods offered, as optimizer.methods.ALL_METHODS (not imported: that module imports torch).
-METHODS = ("fadiff", "ga", "bo", "random", "dosa")
+from optimizer.method_names import ALL_METHODS as METHODS  # the methods offered (torch-free)
 OPEN_NETWORK = "Open JSON…"
 OPEN_HARDWARE = "Open TOML…"
 CURVE_PLOTS = ("loss", "edp", "tau", "violation")

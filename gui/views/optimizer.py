@@ -37,8 +37,8 @@ from gui.plots.gantt import GanttChart
 from gui.plots.log_axis import use_log_y
 from gui.plots.validation_scatter import ValidationScatter
 from gui.project_lists import preset_names, project_names
-
 from optimizer.method_names import ALL_METHODS as METHODS  # the methods offered (torch-free)
+
 OPEN_NETWORK = "Open JSON…"
 OPEN_HARDWARE = "Open TOML…"
 CURVE_PLOTS = ("loss", "edp", "tau", "violation")

@@ -241,6 +241,34 @@ def test_cancel_mid_run_keeps_the_best_so_far_then_app_stays_usable(qtbot, view,
     assert view.results_table.rowCount() == 2
 
 
+def test_default_budget_is_cpu_seconds_with_a_time_estimate(qtbot, view) -> None:
+    """Issue 16 item 6: a fresh view budgets in CPU seconds, and while the search runs the
+    status line says how much of the budget is spent and about how long is left."""
+    import re
+
+    assert view.budget_kind.currentText() == "CPU seconds"
+    assert view.budget_spin.value() == 6
+    view.network_combo.setCurrentText("resnet18")
+    view.hardware_combo.setCurrentText("large")
+    view.method_combo.setCurrentText("random")
+    view.budget_spin.setValue(3)
+    shown: list[str] = []
+    with qtbot.waitSignal(view.run_finished, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: (shown.append(view.status_label.text()) or
+                                 " left · " in shown[-1]), timeout=RUN_TIMEOUT_MS)
+    pattern = re.compile(r"(\d+) % of the budget · about ([\d.]+) (ms|s|ks) left · (\d+) "
+                         r"evaluations$")
+    with_eta = [m for m in map(pattern.search, shown) if m]
+    assert with_eta, shown[-3:]
+    m = with_eta[-1]
+    assert 2 <= int(m.group(1)) <= 100 and float(m.group(2)) > 0 and int(m.group(4)) > 0
+    # finished: the estimate is gone from the status line
+    assert " left · " not in view.status_label.text()
+    assert view.errors == []
+    qtbot.waitUntil(_no_thread_left, timeout=5000)
+
+
 def test_cancel_fadiff_keeps_its_best_schedule(qtbot, view, monkeypatch, tiny_json) -> None:
     view.network_combo.setCurrentText("resnet18")
     _setup(view, "large", "fadiff", 1_000_000)

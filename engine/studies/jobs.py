@@ -134,6 +134,11 @@ def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
 
     pid = point["point_id"]
     trace = point["trace"]
+    if trace.get("placement_error"):
+        log.warning("study point %s (%s on %s) failed: %s", pid, trace.get("label"),
+                    point["config"].get("name"), trace["placement_error"])
+        return {"point_id": pid, "status": "error",
+                "error": f"RetargetError: {trace['placement_error']}"}
     try:
         cfg = MemoryConfig.from_dict(point["config"])
         options = SimOptions(cycles=point.get("cycles"))

@@ -50,6 +50,7 @@ from engine.errors import DiffMemError
 from engine.studies import fits
 from engine.studies.catalog import (Analysis, Finding, FigureSpec, Row, Study, Table, join,
                                     labels_of)
+from engine.studies.placed import derived_dir
 from engine.studies.spec import Point, StudyError, StudySetup, TraceInput, with_overrides
 
 log = logging.getLogger(__name__)
@@ -133,12 +134,6 @@ def verdict(c: Change, min_effect_pct: float = 0.5) -> str:
 
 
 # ---- derived traces (segments, SRAM) ---------------------------------------------------------
-def derived_dir() -> Path:
-    """Where derived traces go: $DIFFMEM_DERIVED_DIR, else ~/.cache/diffmem/derived."""
-    env = os.environ.get("DIFFMEM_DERIVED_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "diffmem" / "derived"
-
-
 def _segments_of(n: int, k: int, length: int) -> list[tuple[int, int]]:
     """k contiguous [lo, hi) blocks: the whole trace cut in k, or k blocks of `length`
     requests evenly spaced through it."""

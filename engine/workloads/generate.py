@@ -8,8 +8,10 @@ operator, expand it into 64-byte requests (expand.py), filter them through the o
 The HDF5 file holds the trace group ``trace`` in the layout :mod:`engine.trace` reads
 (``addr``, ``cycle``, ``is_write``, ``stream``), so the engine simulates it directly, plus
 parallel per-request tag datasets ``phase``, ``op`` and ``role`` (indices into the group
-attributes ``phase_names`` / ``role_names`` and the ``ops`` group), and the JSON summary in
-the group attribute ``summary``.
+attributes ``phase_names`` / ``role_names`` and the ``ops`` group), the JSON summary in
+the group attribute ``summary``, and the placement (memory geometry, footprint, pages, hash)
+in the group attribute ``placement``, from which :mod:`engine.workloads.retarget` re-places
+the trace for another memory.
 
 Sampled mode (``sample=F``) cuts the step's issued request stream -- every operator's
 requests before the cache, in issue (time) order -- into windows (as many as
@@ -329,6 +331,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
     from engine.workloads.gpu_order import GpuModel
     from engine.workloads.placement import GpuAddressHash, page_table
+    from engine.workloads.retarget import placement_record
     from engine.workloads.sampling import kept_windows
     from engine.workloads.timing import Accelerator, schedule
 
@@ -591,7 +594,9 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                 "strata": strat["strata"]}
         writer.finish(
             {"phase_names": json.dumps(list(PHASES)), "role_names": json.dumps(list(ROLES)),
-             "summary": json.dumps(summary, default=json_default)},
+             "summary": json.dumps(summary, default=json_default),
+             "placement": json.dumps(placement_record(mem, spec, placement.peak_bytes, folded,
+                                                      pages.page_bytes))},
             {"name": np.array([op.name for op in cap.ops], dtype=object).astype("S"),
              "phase": phase_of.astype(np.uint8), "flops": np.array([op.flops for op in cap.ops]),
              "start_ns": start_ns, "duration_ns": dur_ns, "expanded": expanded,

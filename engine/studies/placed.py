@@ -39,6 +39,8 @@ def placed_input(trace: TraceInput, cfg: Any) -> TraceInput | str:
     key = (str(p), st.st_size, st.st_mtime_ns, trace.group, repr(sorted(g.items())),
            float(cfg.tCK), cfg.name, str(derived_dir()))
     hit = _CACHE.get(key)
+    if isinstance(hit, TraceInput) and not Path(hit.path).is_file():
+        hit = None                                 # the derived copy was deleted
     if hit is None:
         try:
             path, group = placed_for(p, cfg, derived_dir(), trace.group)

@@ -61,3 +61,14 @@ def test_bank_grouping_mechanism_names_the_tccd_l_pairs_it_removes(tmp_path: Pat
     assert command_mechanism([Row("v", {}, {}, {k: v for k, v in m1.items()
                                                 if k != "commands"})],
                              [Row("b", {}, {}, m0)]) == []
+
+
+def test_front_end_bound_note_on_one_cycle_per_request() -> None:
+    from engine.studies.recommendations import front_end_bound
+    bound = [Row(str(i), {}, {}, {"cycles": 1010, "reads": 600, "writes": 400})
+             for i in range(3)]
+    dram = [Row("d", {}, {}, {"cycles": 3000, "reads": 600, "writes": 400})]
+    note = front_end_bound(bound + dram)
+    assert note is not None and "3 of 4 points" in note and "median" in note
+    assert front_end_bound(dram + dram + bound[:1]) is None
+    assert front_end_bound([]) is None

@@ -30,6 +30,7 @@ from engine.simulator import SimOptions, Simulator, cmd_trace_paths  # noqa: E40
 from engine.studies.command_counts import count_command_trace  # noqa: E402
 from engine.studies.recommendations import _page_2kb, platform_config  # noqa: E402
 from engine.trace import iter_trace  # noqa: E402
+from engine.workloads.retarget import placed_for  # noqa: E402
 
 VARIANTS = {"baseline": {}, "dynamic bank grouping": {"dynamic_bank_grouping": True},
             "write priority -15 %": {"write_priority_pct": 15.0}, "2 KB row buffer": None}
@@ -68,7 +69,9 @@ def main() -> int:
                             continue
                     cfg = base_cfg.replace(**over)
                     cmd = Path(tmp) / "cmd.trace"
-                    r = run(cfg, block, cmd)
+                    # the block as placed for this memory (engine.workloads.retarget)
+                    placed, _ = placed_for(block, cfg, Path(tmp) / "placed")
+                    r = run(cfg, placed, cmd)
                     r.update(count_command_trace(cmd_trace_paths(cmd, cfg.channels)))
                     r.update(block=block.name, platform=pname, variant=vname)
                     results.append(r)

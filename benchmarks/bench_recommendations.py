@@ -27,46 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.simulator import SimOptions, Simulator, cmd_trace_paths  # noqa: E402
+from engine.studies.command_counts import count_command_trace  # noqa: E402
 from engine.studies.recommendations import _page_2kb, platform_config  # noqa: E402
 from engine.trace import iter_trace  # noqa: E402
+from engine.workloads.retarget import placed_for  # noqa: E402
 
 VARIANTS = {"baseline": {}, "dynamic bank grouping": {"dynamic_bank_grouping": True},
             "write priority -15 %": {"write_priority_pct": 15.0}, "2 KB row buffer": None}
-COLUMN = {"read", "read_p", "write", "write_p"}
-
-
-WINDOW = 10_000     # cycles, for the channel-parallelism count
-
-
-def count_command_trace(paths: list[Path]) -> dict[str, float]:
-    """Same- / other-bank-group column pairs and read/write turnarounds, over all channels,
-    and channel parallelism: the mean number of channels issuing column commands per
-    10,000-cycle window (over windows where any does)."""
-    out: dict[str, float] = {"column": 0, "same_bg_pairs": 0, "other_bg_pairs": 0,
-                             "rw_turnarounds": 0}
-    windows: dict[int, set[int]] = {}
-    for ch, p in enumerate(paths):
-        last_g = None
-        last_w = None
-        with open(p) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) < 5 or parts[1] not in COLUMN:
-                    continue
-                g = (parts[3], parts[4])
-                w = parts[1].startswith("write")
-                windows.setdefault(int(parts[0]) // WINDOW, set()).add(ch)
-                out["column"] += 1
-                if last_g is not None:
-                    out["same_bg_pairs" if g == last_g else "other_bg_pairs"] += 1
-                    if w != last_w:
-                        out["rw_turnarounds"] += 1
-                last_g, last_w = g, w
-    out["active_channels"] = (sum(len(v) for v in windows.values()) / len(windows)
-                              if windows else 0.0)
-    return out
-
-
 def run(cfg, trace: Path, cmd: Path) -> dict[str, float]:
     sim = Simulator(cfg, SimOptions(epoch=0, cmd_trace=cmd))
     try:
@@ -102,7 +69,9 @@ def main() -> int:
                             continue
                     cfg = base_cfg.replace(**over)
                     cmd = Path(tmp) / "cmd.trace"
-                    r = run(cfg, block, cmd)
+                    # the block as placed for this memory (engine.workloads.retarget)
+                    placed, _ = placed_for(block, cfg, Path(tmp) / "placed")
+                    r = run(cfg, placed, cmd)
                     r.update(count_command_trace(cmd_trace_paths(cmd, cfg.channels)))
                     r.update(block=block.name, platform=pname, variant=vname)
                     results.append(r)

@@ -4,7 +4,9 @@
         the small DDPM of bench_workloads (ch 32, ch_mult 1,2,2,2, one res block, 32x32):
         a full trace and one sampled trace per seed; per phase and direction the sampled
         estimate's error against the full run, whether the full value lies in the 95 %
-        interval, and the phase's share of the step's bytes
+        interval, and the phase's share of the step's bytes -- for the estimator (what the
+        cache simulation measured at converged positions, the rest from the kept windows)
+        and for the kept windows alone (windows_only_*)
     python benchmarks/bench_sampling.py spread [--workload ddpm] [--batch 8] [--sample 0.01]
         the paper-size model (DDPM 256x256 by default) sampled with each seed: per-phase
         estimates, intervals, the optimizer floor, and the analytic floor of the whole step
@@ -37,6 +39,9 @@ def _row(s: dict, cpu: float, **extra) -> dict:
             "parameters": s["parameters"], "footprint_bytes": s["footprint_bytes"],
             "by_phase": (e or s)["dram_bytes"]["by_phase"],
             "ci95_by_phase": e["ci95_by_phase"] if e else None,
+            "windows_only_by_phase": e.get("windows_only_by_phase") if e else None,
+            "windows_only_ci95_by_phase": e.get("windows_only_ci95_by_phase") if e else None,
+            "converged_share_by_phase": e.get("converged_share_by_phase") if e else None,
             "floored": e["floored"] if e else None,
             "floor_bytes_by_phase": s["floor_bytes_by_phase"],
             "analytic_floor_bytes": s["analytic_floor_bytes"],
@@ -79,9 +84,23 @@ def main() -> None:
                             continue
                         est = row["by_phase"][p][d]
                         lo, hi = row["ci95_by_phase"][p][d]
+                        w_est = row["windows_only_by_phase"][p][d]
+                        wlo, whi = row["windows_only_ci95_by_phase"][p][d]
                         err[f"{p}.{d}"] = {"full": v[d], "share": v[d] / total,
                                            "rel_error": est / v[d] - 1.0,
-                                           "in_ci": bool(lo <= v[d] <= hi)}
+                                           "in_ci": bool(lo <= v[d] <= hi),
+                                           "windows_only_rel_error": w_est / v[d] - 1.0,
+                                           "windows_only_in_ci": bool(wlo <= v[d] <= whi)}
+                # per phase (reads + writes), as RESULTS reports it
+                for p, v in fb["by_phase"].items():
+                    f = v["read"] + v["write"]
+                    if f:
+                        est = sum(row["by_phase"][p][d] for d in ("read", "write"))
+                        w_est = sum(row["windows_only_by_phase"][p][d]
+                                    for d in ("read", "write"))
+                        err[p] = {"full": f, "share": f / total, "rel_error": est / f - 1.0,
+                                  "windows_only_rel_error": w_est / f - 1.0,
+                                  "converged_share": row["converged_share_by_phase"][p]}
                 row["errors"] = err
                 print(json.dumps(row), flush=True)
         else:

@@ -196,7 +196,17 @@ class Study:
 
     def _point(self, cfg: Any, trace: TraceInput, tags: dict[str, Any],
                setup: StudySetup) -> Point:
-        return Point(self.name, cfg.to_dict(), trace.to_dict(), tags, setup.cycles,
+        """A point running ``trace`` on ``cfg``, the trace placed for that memory
+        (:mod:`engine.studies.placed`)."""
+        from engine.studies.placed import placed_input
+        placed = placed_input(trace, cfg)
+        if isinstance(placed, str):
+            tdict = {**trace.to_dict(), "placement_error": placed}
+        else:
+            tdict = placed.to_dict()
+            if placed is not trace:
+                tdict["placed_from"] = trace.digest
+        return Point(self.name, cfg.to_dict(), tdict, tags, setup.cycles,
                      self.arrival or setup.arrival)
 
     def _variant_points(self, variants: Sequence[tuple[str, Any]],

@@ -7,6 +7,9 @@ the engine is deterministic and nothing time-dependent (wall time) enters the re
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -134,16 +137,33 @@ def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
 
     pid = point["point_id"]
     trace = point["trace"]
+    if trace.get("placement_error"):
+        log.warning("study point %s (%s on %s) failed: %s", pid, trace.get("label"),
+                    point["config"].get("name"), trace["placement_error"])
+        return {"point_id": pid, "status": "error",
+                "error": f"RetargetError: {trace['placement_error']}"}
+    counts = bool((point.get("tags") or {}).get("command_counts"))
+    tmp = tempfile.mkdtemp(prefix="diffmem-cmd-") if counts else None
     try:
         cfg = MemoryConfig.from_dict(point["config"])
-        options = SimOptions(max_cycles=point.get("cycles"))  # a study caps each run
+        options = SimOptions(max_cycles=point.get("cycles"),   # a study caps each run
+                             cmd_trace=Path(tmp) / "cmd.trace" if tmp else None)
         group = trace.get("group") or "trace"
         if point.get("arrival", "trace") == "saturate":
             stats = _simulate_saturated(cfg, trace["path"], options, group)
         else:
             stats = simulate_trace(cfg, trace["path"], options, group=group)
-        return {"point_id": pid, "status": "ok", "metrics": summarise(cfg, stats)}
+        metrics = summarise(cfg, stats)
+        if tmp:
+            from engine.simulator import cmd_trace_paths
+            from engine.studies.command_counts import count_command_trace
+            metrics["commands"] = count_command_trace(
+                cmd_trace_paths(Path(tmp) / "cmd.trace", cfg.channels))
+        return {"point_id": pid, "status": "ok", "metrics": metrics}
     except (DiffMemError, OSError) as exc:
         log.warning("study point %s (%s on %s) failed: %s", pid, trace.get("label"),
                     point["config"].get("name"), exc)
         return {"point_id": pid, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)

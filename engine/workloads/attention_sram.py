@@ -305,6 +305,7 @@ def apply_attention_sram(src: str | Path, dst: str | Path, spec: SramSpec | None
 
     dst.parent.mkdir(parents=True, exist_ok=True)
     write_hdf5(dst, chunks(), compression="lzf")
+    _copy_placement(src, dst)
     res.tagged_reads = res.tagged - res.tagged_writes
     res.removed_reads, res.removed_writes, res.fills, res.writebacks = (int(c) for c in counts)
     # every tagged request touches the SRAM; a fill also writes the line into it, a
@@ -315,6 +316,18 @@ def apply_attention_sram(src: str | Path, dst: str | Path, spec: SramSpec | None
              "write-backs", spec.policy, src.name, res.removed, res.tagged,
              100 * res.hit_rate, res.writebacks)
     return res
+
+
+def _copy_placement(src: Path, dst: Path) -> None:
+    """Keep the source trace's placement record (engine.workloads.retarget), so the
+    filtered trace can be re-placed for another memory like its source."""
+    import h5py
+    with h5py.File(src, "r") as f:
+        g = f.get("trace")
+        raw = g.attrs.get("placement") if g is not None else None
+    if raw is not None:
+        with h5py.File(dst, "a") as f:
+            f["trace"].attrs["placement"] = raw
 
 
 def _pinned_lines(src: Path, spec: SramSpec) -> np.ndarray:

@@ -8,8 +8,10 @@ operator, expand it into 64-byte requests (expand.py), filter them through the o
 The HDF5 file holds the trace group ``trace`` in the layout :mod:`engine.trace` reads
 (``addr``, ``cycle``, ``is_write``, ``stream``), so the engine simulates it directly, plus
 parallel per-request tag datasets ``phase``, ``op`` and ``role`` (indices into the group
-attributes ``phase_names`` / ``role_names`` and the ``ops`` group), and the JSON summary in
-the group attribute ``summary``.
+attributes ``phase_names`` / ``role_names`` and the ``ops`` group), the JSON summary in
+the group attribute ``summary``, and the placement (memory geometry, footprint, pages, hash)
+in the group attribute ``placement``, from which :mod:`engine.workloads.retarget` re-places
+the trace for another memory.
 
 Sampled mode (``sample=F``) cuts the step's issued request stream -- every operator's
 requests before the cache, in issue (time) order -- into windows (as many as
@@ -23,8 +25,10 @@ cache is warmed with the requests just before it (``WARMUP_FACTOR`` times the ca
 capacity in lines, filtered but not written), so the window sees the cache it would see in
 the full run.  Per-phase totals are estimated stratum by stratum (ratio of DRAM requests to
 issued lines in the kept windows, times the stratum's issued lines, known exactly from the
-capture) with a 95 % interval from the spread between windows; the final write-back of the
-cache is added unscaled; the optimizer phase is never reported below its floor (parameters x
+capture) with a 95 % interval from the spread between windows -- except that positions
+whose cache state is the full run's (warm-ups and windows, after a warm-up's length:
+:func:`converged_intervals`) count as measured and only the rest is extrapolated; the final
+write-back of the cache is added unscaled; the optimizer phase is never reported below its floor (parameters x
 dtype bytes x 4 read, x 3 written).
 """
 from __future__ import annotations
@@ -329,6 +333,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
     from engine.workloads.gpu_order import GpuModel
     from engine.workloads.placement import GpuAddressHash, page_table
+    from engine.workloads.retarget import placement_record
     from engine.workloads.sampling import kept_windows
     from engine.workloads.timing import Accelerator, schedule
 
@@ -372,6 +377,10 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         n_win = int(win.stratum.shape[0])
         win_x = np.zeros((n_win, 2), np.int64)       # issued lines per kept window, r/w
         win_y = np.zeros((n_win, 2), np.int64)       # DRAM requests per kept window, r/w
+        conv_lo, conv_hi = converged_intervals(keep_lo, keep_hi, warm_lo, warm_hi, budget)
+        n_strata = len(PHASES) * len(PATTERNS)
+        conv_x = np.zeros((n_strata, 2), np.int64)   # issued lines at converged positions
+        conv_y = np.zeros((n_strata, 2), np.int64)   # DRAM requests they caused
     else:
         keep_lo = np.zeros(1, np.int64)
         keep_hi = np.full(1, stream_total, np.int64)
@@ -466,6 +475,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     kept_in = keep[idx]
                     l2_access[op.phase] += int(kept_in.sum())
                     l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome[kept_in] == 1))
+                    conv = _intervals_mask(g0, n, conv_lo, conv_hi)
+                    st = int(stratum_of[op.index])
+                    conv_x[st] += np.bincount(part.is_write[conv].view(np.uint8), minlength=2)
+                    conv_y[st] += np.bincount(
+                        f.is_write[conv[idx[f.source]]].view(np.uint8), minlength=2)
                     f = f[keep[idx[f.source]]]
                     f.source = idx[f.source]
                     kept_issued[op.phase] += np.bincount(part.is_write[keep].view(np.uint8),
@@ -570,7 +584,9 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             est["read"] += flushed["read"]
             est["write"] += flushed["write"]
             strat = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
-                                stats.flushed.sum(axis=1), floor)
+                                stats.flushed.sum(axis=1), floor, conv_x, conv_y)
+            windows_only = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
+                                       stats.flushed.sum(axis=1), floor)
             for i, p in enumerate(PHASES):
                 for j, d in enumerate(("read", "write")):
                     est["by_phase"][p][d] = float(strat["bytes"][i, j])
@@ -588,10 +604,21 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                                              for j, d in enumerate(("read", "write"))}
                                          for i, p in enumerate(PHASES)},
                 "floored": strat["floored"],
-                "strata": strat["strata"]}
+                "strata": strat["strata"],
+                "converged_share_by_phase": strat["converged_share"],
+                "windows_only_by_phase": {
+                    p: {d: float(windows_only["bytes"][i, j])
+                        for j, d in enumerate(("read", "write"))}
+                    for i, p in enumerate(PHASES)},
+                "windows_only_ci95_by_phase": {
+                    p: {d: [float(windows_only["lo"][i, j]), float(windows_only["hi"][i, j])]
+                        for j, d in enumerate(("read", "write"))}
+                    for i, p in enumerate(PHASES)}}
         writer.finish(
             {"phase_names": json.dumps(list(PHASES)), "role_names": json.dumps(list(ROLES)),
-             "summary": json.dumps(summary, default=json_default)},
+             "summary": json.dumps(summary, default=json_default),
+             "placement": json.dumps(placement_record(mem, spec, placement.peak_bytes, folded,
+                                                      pages.page_bytes))},
             {"name": np.array([op.name for op in cap.ops], dtype=object).astype("S"),
              "phase": phase_of.astype(np.uint8), "flops": np.array([op.flops for op in cap.ops]),
              "start_ns": start_ns, "duration_ns": dur_ns, "expanded": expanded,
@@ -634,30 +661,79 @@ def _analytic_floor(cap: Any, item: int) -> dict[str, float]:
             "saved_activations_write_read": 2.0 * saved, "total": opt + weights + 2.0 * saved}
 
 
+def converged_intervals(keep_lo: np.ndarray, keep_hi: np.ndarray, warm_lo: np.ndarray,
+                        warm_hi: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stream positions whose cache state is the full run's: the simulated stretches (kept
+    windows and their warm-ups, merged where they touch) less the first ``budget`` lines of
+    each stretch that does not start at the stream's beginning -- the same warm-up rule the
+    kept windows rely on.  On a step whose gaps are shorter than the warm-up this is the
+    whole stream from the first kept window on."""
+    lo = np.concatenate([keep_lo, warm_lo]).astype(np.int64)
+    hi = np.concatenate([keep_hi, warm_hi]).astype(np.int64)
+    if not lo.shape[0]:
+        return lo, hi
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    run_hi = np.maximum.accumulate(hi)
+    new = np.concatenate([[True], lo[1:] > run_hi[:-1]])
+    starts = np.flatnonzero(new)
+    r_lo = lo[starts]
+    r_hi = np.maximum.reduceat(hi, starts)
+    c_lo = np.where(r_lo == 0, 0, r_lo + budget)
+    ok = c_lo < r_hi
+    return c_lo[ok], r_hi[ok]
+
+
 def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarray,
                 stratum_of: np.ndarray, n_patterns: int, flushed_by_phase: np.ndarray,
-                floor: np.ndarray) -> dict[str, Any]:
+                floor: np.ndarray, conv_x: np.ndarray | None = None,
+                conv_y: np.ndarray | None = None) -> dict[str, Any]:
     """Per-phase DRAM bytes from the kept windows (:mod:`engine.workloads.sampling`): point
     estimate, 95 % interval, relative standard error; the end-of-step write-back
     (``flushed_by_phase`` [phase, r/w] requests, simulated whole) is added unscaled; a
-    phase's estimate is never reported below its ``floor`` (bytes; flagged ``floored``)."""
+    phase's estimate is never reported below its ``floor`` (bytes; flagged ``floored``).
+
+    With ``conv_x`` / ``conv_y`` ([stratum label, r/w]: issued lines at converged positions,
+    :func:`converged_intervals`, and the DRAM requests they caused), what the cache
+    simulation measured there is counted as it is, and only the rest of the stratum is
+    extrapolated from the kept windows: ``Y_C + (1 - C/X) * estimate``, its variance scaled
+    by ``(1 - C/X)^2`` (``C``, ``X``: converged and all issued lines of the stratum in the
+    estimate's direction -- the ratio estimator's auxiliary -- or in both directions when the
+    stratum issues none in that direction).  The kept windows lie inside the converged positions, so when these are
+    only the kept windows (a large step) the estimate is the windows' one; when the warm-ups
+    cover the whole stratum it is exact."""
     from engine.workloads.capture import PATTERNS, PHASES
     from engine.workloads.sampling import Z95, stratum_estimate
 
     n_ph = len(PHASES)
     est = np.zeros((n_ph, 2))
     var = np.zeros((n_ph, 2))
+    conv_lines = np.zeros(n_ph)
+    all_lines = np.zeros(n_ph)
     strata_out = []
     for k, s in enumerate(np.unique(stratum_of)):
         ph = int(s) // n_patterns
         ids = np.flatnonzero(win.stratum == k)
         row = {"phase": PHASES[ph], "class": PATTERNS[int(s) % n_patterns],
                "windows": int(win.n_windows[k]), "kept": int(win.n_kept[k])}
+        x_all = float(issued[stratum_of == s].sum())
+        u = 1.0
+        if conv_x is not None and x_all > 0:
+            u = max(0.0, 1.0 - float(conv_x[int(s)].sum()) / x_all)
+            row["converged_share"] = 1.0 - u
+            conv_lines[ph] += float(conv_x[int(s)].sum())
+        all_lines[ph] += x_all
         for d in (0, 1):
             x_total = float(issued[stratum_of == s, d].sum())
             e, v = stratum_estimate(win_y[ids, d].astype(np.float64),
                                     win_x[ids, d].astype(np.float64), x_total,
                                     int(win.n_windows[k]))
+            if conv_y is not None:
+                # the unconverged rest: the ratio's share of its issued lines of this
+                # direction, or (no such lines) its share of all issued lines
+                ud = (max(0.0, 1.0 - float(conv_x[int(s), d]) / x_total) if x_total > 0
+                      else u)
+                e, v = float(conv_y[int(s), d]) + ud * e, ud * ud * v
             est[ph, d] += e
             var[ph, d] += v
             row[("read", "write")[d] + "_bytes"] = e * 64.0
@@ -676,7 +752,10 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
     hi = np.maximum(hi, b)
     rse = np.where(b > 0, se / np.where(b > 0, b, 1.0), 0.0)
     return {"bytes": b, "lo": lo, "hi": hi, "rse": rse, "floored": floored,
-            "strata": strata_out}
+            "strata": strata_out,
+            "converged_share": {p: (float(conv_lines[i] / all_lines[i]) if all_lines[i]
+                                    and conv_x is not None else None)
+                                for i, p in enumerate(PHASES)}}
 
 
 def _jsonable(cfg: Any) -> dict[str, Any]:

@@ -154,3 +154,55 @@ class GpuAddressHash:
         out = ((ch << self.pos["ch"]) | (ra << self.pos["ra"]) | (bg << self.pos["bg"])
                | (ba << self.pos["ba"]) | (ro << self.pos["ro"]) | (co << self.pos["co"]))
         return ((out << self.shift) | low).astype(np.uint64)
+
+    def invert(self, addr: np.ndarray) -> np.ndarray:
+        """Physical byte addresses of hashed ones: ``invert(apply(a)) == a`` (uint64)."""
+        a = addr.astype(np.int64)
+        low = a & ((1 << self.shift) - 1)
+        a = a >> self.shift
+        w = self.w
+        f = {n: (a >> self.pos[n]) & ((1 << w[n]) - 1) for n in ("ch", "ra", "bg", "ba", "ro",
+                                                                  "co")}
+        ro, ra, co = f["ro"], f["ra"], f["co"]
+        co_hi, co_lo = co >> self.co_lo, co & ((1 << self.co_lo) - 1)
+        bg = f["bg"] ^ _fold(ro, w["bg"])
+        ba = f["ba"] ^ _fold(ro >> w["bg"], w["ba"]) if w["ba"] else f["ba"]
+        above = (((ro << w["ra"]) | ra) << self.co_hi | co_hi)
+        above = (above << w["ba"] | ba) << w["bg"] | bg
+        ch = f["ch"] ^ _fold(above, w["ch"])
+        g = self.gpos
+        out = ((co_lo << g["co_lo"]) | (ch << g["ch"]) | (bg << g["bg"]) | (ba << g["ba"])
+               | (co_hi << g["co_hi"]) | (ra << g["ra"]) | (ro << g["ro"]))
+        return ((out << self.shift) | low).astype(np.uint64)
+
+
+def geometry(cfg) -> dict:
+    """What a placement depends on in a memory config: request size, field widths, the
+    field positions (the hash re-encodes at them) and the capacity."""
+    return {"shift_bits": int(cfg.shift_bits),
+            "field_widths": {k: int(v) for k, v in dict(cfg.field_widths).items()},
+            "field_positions": {k: int(v) for k, v in dict(cfg.field_positions).items()},
+            "capacity_bytes": int(cfg.capacity_bytes)}
+
+
+def same_device(a: dict, b: dict) -> bool:
+    """Whether a trace placed for geometry ``a`` replays as placed on geometry ``b``: same
+    request size, field widths and capacity.  Field positions (the controller's address
+    mapping) may differ: a mapping what-if re-decodes the same physical addresses."""
+    return (a["shift_bits"] == b["shift_bits"] and a["field_widths"] == b["field_widths"]
+            and a["capacity_bytes"] == b["capacity_bytes"])
+
+
+class _Geometry:
+    """A stand-in config for :class:`GpuAddressHash` from a stored :func:`geometry`."""
+
+    def __init__(self, g: dict) -> None:
+        self.shift_bits = g["shift_bits"]
+        self.field_widths = g["field_widths"]
+        self.field_positions = g["field_positions"]
+        self.capacity_bytes = g["capacity_bytes"]
+
+
+def hash_for(g: dict) -> GpuAddressHash:
+    """The GPU hash of a stored :func:`geometry`."""
+    return GpuAddressHash(_Geometry(g))

@@ -1,0 +1,56 @@
+"""Sampled generation counts what its cache simulation measured: positions whose cache state
+is the full run's (warm-ups and kept windows) are taken as they are, only the rest is
+extrapolated from the kept windows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("h5py")
+
+from engine.workloads.capture import PHASES  # noqa: E402
+from engine.workloads.generate import (TraceSpec, converged_intervals,  # noqa: E402
+                                       generate_trace)
+
+
+def test_converged_intervals_drop_each_cold_start() -> None:
+    # kept windows [100,110) [130,140) [900,910); warm-ups of up to 50 lines before each
+    keep_lo, keep_hi = np.array([100, 130, 900]), np.array([110, 140, 910])
+    warm_lo, warm_hi = np.array([50, 110, 850]), np.array([100, 130, 900])
+    lo, hi = converged_intervals(keep_lo, keep_hi, warm_lo, warm_hi, 50)
+    # stretch [50,140) converges after 50 lines; [850,910) likewise
+    assert lo.tolist() == [100, 900] and hi.tolist() == [140, 910]
+    # a stretch from the stream's start is the full run's state from the first line
+    lo, hi = converged_intervals(np.array([20]), np.array([30]), np.array([0]),
+                                 np.array([20]), 50)
+    assert lo.tolist() == [0] and hi.tolist() == [30]
+    # no cache: every simulated position counts
+    lo, hi = converged_intervals(keep_lo, keep_hi, np.zeros(0, np.int64),
+                                 np.zeros(0, np.int64), 0)
+    assert lo.tolist() == [100, 130, 900] and hi.tolist() == [110, 140, 910]
+
+
+def test_sampled_step_whose_warm_ups_cover_it_gives_the_full_totals(tmp_path: Path) -> None:
+    full = generate_trace(TraceSpec("ddpm", batch=2, size="tiny"), tmp_path / "full.h5")
+    s = generate_trace(TraceSpec("ddpm", batch=2, size="tiny", sample=0.1, seed=0),
+                       tmp_path / "s.h5")
+    e = s["extrapolated"]
+    assert s["stream_lines_kept"] < 0.2 * s["stream_lines"]  # it is a sample
+    seen_window_error = 0.0
+    for p in PHASES:
+        share = e["converged_share_by_phase"][p]
+        for d in ("read", "write"):
+            f = full["dram_bytes"]["by_phase"][p][d]
+            if not f:
+                continue
+            assert share > 0.999
+            # what is left to extrapolate is < 0.1 % of the phase: the estimate is the
+            # full run's to that
+            assert e["dram_bytes"]["by_phase"][p][d] == pytest.approx(f, rel=1e-3)
+            seen_window_error = max(seen_window_error,
+                                    abs(e["windows_only_by_phase"][p][d] / f - 1))
+    # while the kept windows alone extrapolate with an error
+    assert seen_window_error > 0.005

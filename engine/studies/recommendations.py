@@ -461,8 +461,8 @@ class Recommendations(Study):
             "groups); it does not change the device. The attention SRAM's energy (Horowitz, "
             "ISSCC 2014, 45 nm figures) is added to the memory energy of its variant; its "
             "traces come from engine.workloads.attention_sram with a cold SRAM per block. The "
-            "document's words are quoted in Chinese beside each claim (the PDF shows them only "
-            "where a CJK font is installed; the HTML always does).")
+            "document's words are quoted in Chinese beside each claim (the HTML always shows them; "
+            "the PDF where a CJK font is installed, else it marks them […]).")
         a.figures.append(FigureSpec(
             "Recommendations: change of step DRAM time and energy per sample",
             "Per platform and workload, with 95 % intervals; negative is better.",

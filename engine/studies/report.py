@@ -193,10 +193,41 @@ def _points_table(document: Mapping[str, Any], records: Sequence[Mapping[str, An
     return Table("Points", POINT_COLUMNS, _point_rows(document, records))
 
 
+#: What stands in the PDF for a run of characters its monospace font cannot draw.
+MISSING_GLYPHS = "[…]"
+
+
+def _drawable(lines: Sequence[str]) -> list[str]:
+    """``lines`` with each run of characters the PDF's monospace font has no glyph for (the
+    Chinese quotations of the seed document where no CJK font is installed) replaced by
+    :data:`MISSING_GLYPHS` and, if any was, a first line saying so: matplotlib would draw
+    them as empty boxes."""
+    from matplotlib import font_manager, ft2font
+    font = ft2font.FT2Font(font_manager.findfont(font_manager.FontProperties(
+        family="monospace")))
+    have = set(font.get_charmap())
+    out, replaced = [], False
+    for line in lines:
+        parts, run = [], False
+        for ch in line:
+            if ord(ch) < 128 or ord(ch) in have:
+                parts.append(ch)
+                run = False
+            elif not run:
+                parts.append(MISSING_GLYPHS)
+                run = replaced = True
+        out.append("".join(parts))
+    if replaced:
+        out.insert(0, f"({MISSING_GLYPHS} marks text in a script this PDF's font lacks; the "
+                      "HTML report shows it.)")
+    return out
+
+
 def write_pdf(path: Path, lines: Sequence[str], figures: Sequence[FigureSpec]) -> int:
     """Text pages then one page per figure; returns the page count. Written atomically."""
     Figure = _matplotlib()
     from matplotlib.backends.backend_pdf import PdfPages
+    lines = _drawable(lines)
     tmp = path.with_name(path.name + ".part")
     pages = 0
     with PdfPages(tmp, metadata={"Creator": "DiffMem Studio", "CreationDate": None}) as pdf:

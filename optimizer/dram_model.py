@@ -27,7 +27,11 @@ reaches the DRAM.  Whether it is still pending depends on how many lines were wr
 the write and its read-back (the *span*) and on how the buffer drains, which differs under
 back-to-back traffic (it fills to its high watermark) and paced traffic (it drains above the
 low watermark whenever the command queues are empty): both are measured by the engine on a
-synthetic write / read-back pattern per span (``READBACK_SPANS``).  Back-to-back hits set
+synthetic write / read-back pattern per span (``READBACK_SPANS``) and per spacing of the
+tile's lines (``READBACK_DENSITIES``: lines spread over the tensor, as an output tile of a
+channel slice is, drain slower than consecutive ones, so more are still pending: on DDR4-3200
+at a span of 60 lines none hit with consecutive lines, 56 % with lines 8 apart; the term reads
+the table at the output pattern's density).  Back-to-back hits set
 the service time, paced hits the lines moved (energy); the read-backs and rewrites that reach
 the DRAM are timed as read and write streams of the output's pattern, and no layer is served
 faster than one request per cycle of the controller (the pattern at a span of one line, all
@@ -37,9 +41,12 @@ depend on how soon a tile is rewritten after its read-back (one tile later in th
 far later in most schedules; charging them put one ResNet18 layer's time at 10x the
 engine's).  Output tiles shorter than a line that neighbour along the layout's innermost dim
 share lines: a tile's write merges, and its read-back hits, with the same probability at the
-span since its neighbour wrote the line (one step of the loop along that dim).
+span since its neighbour wrote the line (one step of the loop along that dim).  A span is
+the mean number of lines written from a line's write, itself included, to its read-back:
+``(revisit - 1/2) x tile + 1/2`` lines for a tile revisited after ``revisit`` tiles, the same
+measure as the calibration pattern's (:func:`readback_span`).
 
-Calibration runs once per memory config (about 70 short engine runs) and is cached as JSON
+Calibration runs once per memory config (136 short engine runs, ~5 CPU-s) and is cached as JSON
 under ``cache_dir`` (default ``$DIFFMEM_CACHE_DIR`` or ``~/.cache/diffmem``), keyed by a hash
 of every field of the config except its name, so an edited config recalibrates.
 
@@ -55,7 +62,7 @@ import json
 import logging
 import math
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -67,12 +74,13 @@ from optimizer.hardware import GemminiHardware
 log = logging.getLogger(__name__)
 
 LINE = 64
-CALIBRATION_VERSION = 2
+CALIBRATION_VERSION = 3
 RUN_LINES = (1, 2, 4, 8, 32, 128)               # calibration grid: run length in lines
 DENSITIES = (1.0, 0.5, 0.125, 1.0 / 64)         # lines of a run / lines between run starts
 PATTERN_LINES = 4096                            # lines per synthetic pattern
 READBACK_SPANS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)   # lines written in between
 READBACK_TILE = 8                               # lines per tile of the read-back pattern
+READBACK_DENSITIES = (1.0, 0.5, 0.125, 1.0 / 64)   # 1 / line pitch of the read-back tiles
 PACED_GAP = 32                                  # memory cycles between paced requests
 LAYOUT_CODES = ("nhwc", "nchw", "tiled")
 
@@ -82,7 +90,7 @@ def config_hash(cfg: Any) -> str:
     """A hash of every field of a memory config but its name (and the calibration grid)."""
     data = {k: v for k, v in cfg.to_dict().items() if k != "name"}
     data["_calibration"] = [CALIBRATION_VERSION, RUN_LINES, DENSITIES, PATTERN_LINES,
-                            READBACK_SPANS, READBACK_TILE, PACED_GAP]
+                            READBACK_SPANS, READBACK_TILE, READBACK_DENSITIES, PACED_GAP]
     text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
@@ -95,9 +103,11 @@ def default_cache_dir() -> Path:
 @dataclass
 class Calibration:
     """Engine measurements on the synthetic patterns, in memory cycles per line and ACTs per
-    line, [run, density] each, reads and writes; and per read-back span, the share of
-    read-backs served by the write buffer (back to back and paced) and the memory cycles per
-    request of the read-back traffic, buffer hits included (back to back)."""
+    line, [run, density] each, reads and writes; and per read-back span and line density
+    ([span, density], or [span] for one density), the share of read-backs served by the
+    write buffer (back to back and paced); per span at density 1, the memory cycles per
+    request of the read-back traffic, buffer hits included (back to back).  A span is the
+    mean number of lines written from a line's write (itself included) to its read-back."""
 
     memory: str
     config_hash: str
@@ -108,11 +118,12 @@ class Calibration:
     read_acts_per_line: list[list[float]]
     write_acts_per_line: list[list[float]]
     readback_spans: list[int]
-    readback_hit_burst: list[float]
-    readback_hit_paced: list[float]
+    readback_hit_burst: list[Any]
+    readback_hit_paced: list[Any]
     readback_cycles_per_line: list[float]
     engine_runs: int = 0
     from_cache: bool = False
+    readback_densities: list[float] = field(default_factory=lambda: [1.0])
 
 
 def pattern_addresses(run: int, density: float, lines: int = PATTERN_LINES) -> np.ndarray:
@@ -124,11 +135,24 @@ def pattern_addresses(run: int, density: float, lines: int = PATTERN_LINES) -> n
     return ((starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel() * LINE)
 
 
-def readback_pattern(span: int, lines: int = PATTERN_LINES) -> tuple[np.ndarray, np.ndarray]:
+def readback_span(span: int) -> float:
+    """The mean number of lines :func:`readback_pattern` writes from a line's write (itself
+    included) to its read-back: ``slots x tile - (tile - 1) / 2``."""
+    tile = min(READBACK_TILE, span)
+    return max(1, span // tile) * tile - (tile - 1) / 2.0
+
+
+def readback_pattern(span: int, lines: int = PATTERN_LINES, density: float = 1.0
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """Byte addresses and write flags of a partial-sum pattern: ``span / READBACK_TILE``
-    tiles of ``READBACK_TILE`` consecutive lines (fewer when the span is shorter), written,
-    then revisited in turn: each visit reads the tile back and writes it again, so ``span``
-    lines are written between a line's write and its read-back."""
+    tiles of ``READBACK_TILE`` lines (fewer when the span is shorter), written, then
+    revisited in turn: each visit reads the tile back and writes it again, so about ``span``
+    lines are written between a line's write and its read-back (:func:`readback_span`).
+    Consecutive lines of a tile are ``1 / density`` lines apart (an output tile whose runs
+    are shorter than the tensor's pitch: one line per pixel of a channel slice): the spacing
+    sets how fast the controller drains the buffer (row hits, banks), so how many writes are
+    still pending at the read-back (measured on DDR4-3200 at a span of 60 lines: none at
+    density 1, 56 % at 1/8)."""
     tile = min(READBACK_TILE, span)
     slots = max(1, span // tile)
     passes = max(3, lines // (slots * tile))
@@ -138,14 +162,15 @@ def readback_pattern(span: int, lines: int = PATTERN_LINES) -> tuple[np.ndarray,
     isw = np.concatenate([np.ones(one.size, bool)]
                          + [np.stack([np.zeros_like(one, bool), np.ones_like(one, bool)],
                                      1).ravel()] * (passes - 1))
-    return addr * LINE, isw
+    pitch = max(1, int(round(1.0 / density)))
+    return addr * (LINE * pitch), isw
 
 
-def _readback_run(cfg: Any, span: int, gap: int) -> tuple[float, float]:
+def _readback_run(cfg: Any, span: int, gap: int, density: float = 1.0) -> tuple[float, float]:
     """(share of read-backs served by the write buffer, memory cycles per request, hits
     included) of :func:`readback_pattern` with requests ``gap`` cycles apart."""
     from engine.simulator import SimOptions, Simulator
-    addr, isw = readback_pattern(span)
+    addr, isw = readback_pattern(span, density=density)
     n = len(addr)
     sim = Simulator(cfg, SimOptions())
     try:
@@ -202,17 +227,23 @@ def calibrate(cfg: Any, cache_dir: str | Path | None = None,
             progress(f"calibrated {'writes' if write else 'reads'} on {cfg.name}")
     hit_b, hit_p, rb_cpl = [], [], []
     for span in READBACK_SPANS:
-        h, c = _readback_run(cfg, span, 0)
-        hp, _ = _readback_run(cfg, span, PACED_GAP)
-        runs += 2
-        hit_b.append(h)
-        hit_p.append(hp)
-        rb_cpl.append(c)
+        row_b, row_p = [], []
+        for dens in READBACK_DENSITIES:
+            h, c = _readback_run(cfg, span, 0, dens)
+            hp, _ = _readback_run(cfg, span, PACED_GAP, dens)
+            runs += 2
+            row_b.append(h)
+            row_p.append(hp)
+            if dens == 1.0:
+                rb_cpl.append(c)
+        hit_b.append(row_b)
+        hit_p.append(row_p)
     if progress is not None:
         progress(f"calibrated partial-sum read-backs on {cfg.name}")
     cal = Calibration(cfg.name, key, list(RUN_LINES), list(DENSITIES), cpl[False], cpl[True],
-                      apl[False], apl[True], list(READBACK_SPANS), hit_b, hit_p, rb_cpl,
-                      engine_runs=runs)
+                      apl[False], apl[True], [readback_span(s) for s in READBACK_SPANS],
+                      hit_b, hit_p, rb_cpl, engine_runs=runs,
+                      readback_densities=list(READBACK_DENSITIES))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         from engine.fileio import atomic_write_text
@@ -247,8 +278,9 @@ class DramTerm:
     read_apl: tuple[float, ...]        # ACTs per line
     write_apl: tuple[float, ...]
     readback_spans: tuple[float, ...] = (1.0,)
-    readback_hit_burst: tuple[float, ...] = (0.0,)   # share of read-backs the buffer serves
-    readback_hit_paced: tuple[float, ...] = (0.0,)
+    readback_densities: tuple[float, ...] = (1.0,)
+    readback_hit_burst: tuple[float, ...] = (0.0,)   # share of read-backs the buffer serves,
+    readback_hit_paced: tuple[float, ...] = (0.0,)   # [span x density] flat
     request_cycles: float = 0.0        # accelerator cycles the controller takes per request
     # refit scales (1: calibration only)
     k_time: float = 1.0
@@ -281,6 +313,15 @@ class DramTerm:
 
         def flat(t: list[list[float]], scale: float = 1.0) -> tuple[float, ...]:
             return tuple(float(x) * scale for row in t for x in row)
+        rb_dens = tuple(float(x) for x in cal.readback_densities)
+
+        def per_density(t: list[Any]) -> tuple[float, ...]:
+            # [span] (one density, or a calibration before densities) or [span][density]
+            rows = [r if isinstance(r, (list, tuple)) else [r] * len(rb_dens) for r in t]
+            if any(len(r) != len(rb_dens) for r in rows):
+                raise ValueError(f"DRAM calibration of {cal.memory}: read-back hit table "
+                                 f"rows need {len(rb_dens)} densities")
+            return flat(rows)
         return cls(memory=cfg.name, config_hash=cal.config_hash, layout=layout, block=block,
                    mem_per_acc=mem_per_acc, background_pj_per_cycle=bg,
                    refresh_pj_per_cycle=ref * mem_per_acc,
@@ -295,8 +336,9 @@ class DramTerm:
                    write_cpl=flat(cal.write_cycles_per_line, 1.0 / mem_per_acc),
                    read_apl=flat(cal.read_acts_per_line), write_apl=flat(cal.write_acts_per_line),
                    readback_spans=tuple(float(x) for x in cal.readback_spans),
-                   readback_hit_burst=tuple(float(x) for x in cal.readback_hit_burst),
-                   readback_hit_paced=tuple(float(x) for x in cal.readback_hit_paced),
+                   readback_densities=rb_dens,
+                   readback_hit_burst=per_density(cal.readback_hit_burst),
+                   readback_hit_paced=per_density(cal.readback_hit_paced),
                    request_cycles=float(cal.readback_cycles_per_line[0]) / mem_per_acc)
 
     def scales(self) -> dict[str, float]:
@@ -493,12 +535,21 @@ def dram_traffic(term: DramTerm, c: Any, dram_reads: torch.Tensor,
     first_w = torch.clamp(dram_writes - c.dram_o_reads, min=0.0) * lpb_o
     g = (term.run_lines, term.densities)
     moved = {}
+    rb_dens = term.readback_densities
+    # the read-back's span: from a line's write (itself included) to its read-back, the rest
+    # of its tile and the tiles in between: (revisit - 1/2) tiles + 1/2 line on average
+
+    def hit_at(table: tuple[float, ...], x: torch.Tensor) -> torch.Tensor:
+        lx = torch.log2(torch.clamp(x, min=1.0))
+        if len(rb_dens) == 1:
+            return _interp1(table, spans, torch.clamp(x, min=1.0))
+        return _interp(table, spans, rb_dens, lx, ly_o)
     for mode, table in (("burst", term.readback_hit_burst), ("paced", term.readback_hit_paced)):
-        merge = _interp1(table, spans, torch.clamp(inner_sh * tile_lines, min=1.0))
+        merge = hit_at(table, inner_sh * tile_lines)
         nb = (could - 1.0) / could * merge                  # a neighbour's write is pending
-        span = torch.clamp(c.o_revisit_tiles * tile_lines / (1.0 + (could - 1.0) * merge),
-                           min=1.0)
-        hit = 1.0 - (1.0 - _interp1(table, spans, span)) * (1.0 - nb)
+        span = torch.clamp((c.o_revisit_tiles * tile_lines - (tile_lines - 1.0) / 2.0)
+                           / (1.0 + (could - 1.0) * merge), min=1.0)
+        hit = 1.0 - (1.0 - hit_at(table, span)) * (1.0 - nb)
         # read-backs and their rewrites that reach the DRAM; first writes that do
         moved[mode] = (o_reads * (1.0 - hit), first_w * (1.0 - nb))
     # energy: the lines that reach the DRAM under paced traffic

@@ -12,7 +12,8 @@ import torch
 from optimizer import cosim
 from optimizer.costmodel import (DTYPE, FusionGraph, LayerBatch, MappingTensors,
                                  evaluate_schedule, network_costs)
-from optimizer.dram_model import (DENSITIES, READBACK_SPANS, RUN_LINES, Calibration, DramAwareHardware,
+from optimizer.dram_model import (DENSITIES, READBACK_DENSITIES, READBACK_SPANS, RUN_LINES,
+                                  Calibration, DramAwareHardware,
                                   DramTerm, Observation, calibrate, config_hash, model_parts,
                                   pattern_addresses, refit)
 from optimizer.hardware import load_hardware
@@ -136,7 +137,8 @@ def test_calibration_is_cached_and_invalidated_by_a_config_change(tmp_path):
     cfg = engine.config.load_config("DDR4-3200")
     first = calibrate(cfg, tmp_path)
     assert not first.from_cache and first.engine_runs == (2 * len(RUN_LINES) * len(DENSITIES)
-                                                    + 2 * len(READBACK_SPANS))
+                                                    + 2 * len(READBACK_SPANS)
+                                                    * len(READBACK_DENSITIES))
     files = list((tmp_path / "dram_calibration").glob("*.json"))
     assert [f.stem for f in files] == [config_hash(cfg)]
     again = calibrate(cfg, tmp_path)
@@ -434,3 +436,52 @@ def test_residual_reads_are_their_own_stream():
     assert traces[1].bytes_by_tensor["residual"] == 16 * 8 * 8
     for p, lt in zip(parts, traces):
         assert p["lines"] == pytest.approx(len(lt.addr)), lt.name
+
+
+def test_readback_hits_depend_on_the_output_lines_density():
+    """The read-back tables are [span x density]: the output tiles of ``_readback_layer`` are
+    one line each, 512 bytes apart (density 1/8), so only the density-1/8 column applies."""
+    import dataclasses
+
+    import engine.config
+    cfg = engine.config.load_config("DDR4-3200")
+    net, m = _readback_layer()
+    sched = Schedule("rb", {"L": m})
+    dens = list(READBACK_DENSITIES)
+    assert 0.125 in dens
+
+    def table(hit_at):
+        return [[hit_at(d) for d in dens] for _ in READBACK_SPANS]
+    base = dataclasses.replace(_fake_calibration(), readback_densities=dens,
+                               readback_hit_burst=table(lambda d: 0.0),
+                               readback_hit_paced=table(lambda d: 0.0))
+    sparse = dataclasses.replace(base, readback_hit_paced=table(lambda d: 0.5 if d <= 0.125
+                                                                else 0.0))
+    dense = dataclasses.replace(base, readback_hit_paced=table(lambda d: 0.5 if d >= 0.5
+                                                               else 0.0))
+    hw = load_hardware("large")
+    p0, ps, pd = (model_parts(net, sched, DramAwareHardware.of(hw, DramTerm.build(cfg, c)))[0]
+                  for c in (base, sparse, dense))
+    # 8 read-backs x 0.5 hits, each with its rewrite, at the layer's density only
+    assert p0["lines"] - ps["lines"] == pytest.approx(2 * 8 * 0.5)
+    assert pd["lines"] == pytest.approx(p0["lines"])
+    bad = dataclasses.replace(base, readback_hit_paced=[[0.0]] * len(READBACK_SPANS))
+    with pytest.raises(ValueError, match="densities"):
+        DramTerm.build(cfg, bad)
+
+
+def test_readback_pattern_density_and_span_on_the_engine():
+    """Spread lines drain slower from the write buffer than consecutive ones: on DDR4-3200 at
+    a span of about 60 lines, none of the read-backs hit with consecutive lines, over half
+    with lines 8 apart (measured 0.564)."""
+    from optimizer.dram_model import _readback_run, readback_pattern, readback_span
+    addr, isw = readback_pattern(16, lines=64, density=0.125)
+    lines = addr // 64
+    assert list(lines[:16]) == [8 * i for i in range(16)] and isw[:16].all()
+    # mean lines written from a line's write (itself included) to its read-back
+    assert readback_span(1) == 1.0 and readback_span(16) == 16 - 3.5
+    assert readback_span(64) == 64 - 3.5
+    import engine.config
+    cfg = engine.config.load_config("DDR4-3200")
+    assert _readback_run(cfg, 64, 0, 1.0)[0] == 0.0
+    assert _readback_run(cfg, 64, 0, 0.125)[0] > 0.5

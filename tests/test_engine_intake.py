@@ -130,3 +130,22 @@ def test_bad_intake_is_a_clear_error():
         SimOptions(intake="gpu")
     with pytest.raises(DiffMemError, match="phantom_eof_read.*intake = 'dramsim3'"):
         SimOptions(intake="per-channel", phantom_eof_read=True)
+
+
+def test_simulate_job_and_cli_take_the_intake(tmp_path):
+    """`simulate --intake per-channel` reaches the engine: 8-channel DDR4, 64 writes round-robin
+    over the channels, all due at cycle 0: the same n / channels + 2 cycles as by hand above
+    (DRAMsim3's intake: n + 2)."""
+    import main
+    from engine.simulate_job import run_simulation
+    cfg = load_config("DDR4-3200-8ch")
+    n = 64
+    addr = [_address(cfg, ch=i % 8, col=i // 8) for i in range(n)]
+    trace = _write(tmp_path / "w.trace", addr, [True] * n, [0] * n)
+    args = main.build_parser().parse_args(["simulate", "--config", "DDR4-3200-8ch", "--trace",
+                                           str(trace), "--out", str(tmp_path / "s.json"),
+                                           "--intake", "per-channel"])
+    assert args.intake == "per-channel"
+    st = run_simulation(args.config, [trace], None, intake=args.intake).summary
+    assert st["num_cycles"] == n // 8 + 2
+    assert run_simulation(args.config, [trace], None).summary["num_cycles"] == n + 2

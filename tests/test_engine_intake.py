@@ -149,3 +149,19 @@ def test_simulate_job_and_cli_take_the_intake(tmp_path):
     st = run_simulation(args.config, [trace], None, intake=args.intake).summary
     assert st["num_cycles"] == n // 8 + 2
     assert run_simulation(args.config, [trace], None).summary["num_cycles"] == n + 2
+
+
+def test_requests_waiting_at_the_cycle_limit_counts_per_channel_accepts():
+    """max_cycles = 5: front-end ticks 0-4. Channel 0 takes one of its 40 writes a tick (5),
+    channel 1 its read at tick 0: 35 due but not accepted (DRAMsim3's intake: 5 taken, 36)."""
+    cfg = _cfg()
+    addr = np.array([_address(cfg, ch=0, ba=i % 4, col=i) for i in range(40)]
+                    + [_address(cfg, ch=1)], np.uint64)
+    is_write = np.array([True] * 40 + [False])
+    for intake, waiting in (("per-channel", 35), ("dramsim3", 36)):
+        sim = Simulator(cfg, SimOptions(epoch=0, intake=intake, max_cycles=5))
+        try:
+            sim.feed(addr, is_write, np.zeros(41, np.int64), final=True)
+            assert sim.stats().summary["num_requests_waiting"] == waiting
+        finally:
+            sim.close()

@@ -8,11 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.studies.catalog import get_study
+from engine.studies.catalog import Row, get_study
 from engine.studies.jobs import run_point
 from engine.studies.recommendations import front_end_bound
 from engine.studies.spec import Point, StudyError, StudySetup, TraceInput
-from engine.studies.catalog import Row
 from engine.trace import TraceChunk, write_text
 
 

@@ -98,7 +98,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                            max_cycles=args.max_cycles, epoch=args.epoch,
                            cmd_trace=args.cmd_trace, phantom_eof_read=args.phantom_eof_read,
                            scheduler=args.scheduler, page_policy=args.page_policy,
-                           wrap_addresses=args.wrap_addresses)
+                           wrap_addresses=args.wrap_addresses, intake=args.intake)
     print(format_summary(str(stats.summary.get("config", args.config)), stats.summary))
     print(f"statistics written to {args.out}")
     if args.cmd_trace is not None:
@@ -287,7 +287,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             overrides=parse_key_values(args.set or [], "--set", typed=True),
             params=study_params(args.param or [], args.variant or []), cycles=args.cycles,
             compute=parse_key_values(args.compute or [], "--compute", typed=False),
-            arrival=args.arrival)
+            arrival=args.arrival, intake=args.intake or "")
         study_name = args.study_name or args.name
 
         def progress(done: int, total: int, record: dict[str, Any]) -> None:
@@ -653,6 +653,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(counted and warned; default: such an address is an error)")
     p.add_argument("--phantom-eof-read", action="store_true",
                    help="reproduce DRAMsim3's extra READ at the end of a trace")
+    p.add_argument("--intake", choices=("dramsim3", "per-channel"), default="dramsim3",
+                   help="front end: one request a cycle for the whole memory, in trace order, "
+                        "as DRAMsim3 (default), or one a cycle per channel, in trace order per "
+                        "channel, a full queue holding back only its channel (a GPU crossbar)")
     p.add_argument("--scheduler", choices=SCHEDULER_CHOICES,
                    help="override the config's command scheduler")
     p.add_argument("--page-policy", choices=PAGE_POLICY_CHOICES,
@@ -780,6 +784,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="requests arrive at the trace's cycles (default), or all at once so "
                         "that the run measures the DRAM's service time (memshare always "
                         "saturates)")
+    p.add_argument("--intake", choices=("dramsim3", "per-channel"),
+                   help="front end: one request a cycle for the whole memory (DRAMsim3) or one "
+                        "per channel (default: per-channel for saturated arrival, memshare and "
+                        "recommendations; dramsim3 otherwise)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="local worker processes (default: one per core; 0 = in this process)")
     p.add_argument("--cluster", metavar="tcp://HOST:PORT",

@@ -40,6 +40,13 @@ INF = np.int64(1) << np.int64(62)
  P_PHANTOM_EOF, P_WR_LOW_DRAIN_EMPTY, P_CMDLOG, P_FOLDED, P_WR_PRIO_BP, P_WATCHDOG,
  P_DBG_W) = range(47)
 NP = 47
+# front-end intake (SimOptions.intake): INTAKE_DRAMSIM3 offers one request a cycle to the whole
+# memory system, in trace order (DRAMsim3's trace-driven CPU); INTAKE_PER_CHANNEL lets every
+# channel accept one request a cycle, each channel in trace order, a full queue blocking only
+# its own channel (a GPU crossbar); see _intake_per_channel
+INTAKE_DRAMSIM3, INTAKE_PER_CHANNEL = 0, 1
+P_INTAKE = NP
+NP += 1
 
 # SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
 # bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
@@ -58,6 +65,10 @@ NCS = 18         # dynamic bank grouping: CS_DBG_COL bank group (rank * bankgrou
                  # the last column command issued; CS_DBG_WR / CS_DBG_WADDR group and address
                  # of the write last put at the front of the write buffer (-1: none yet)
 REFQ_CAP = 64
+# per-channel intake: index of the channel's next request not yet accepted in the input chunk
+# (every earlier request to that channel is accepted; the simulator resets it with G_POS)
+CS_INTAKE_POS = NCS
+NCS += 1
 
 # ---- per-channel counters C[ch, k] --------------------------------------------------------
 (C_READ_CMDS, C_WRITE_CMDS, C_READ_HITS, C_WRITE_HITS, C_ACT, C_PRE, C_ONDEMAND_PRE, C_REF,
@@ -1248,7 +1259,17 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
                 event = True
         # ---- 3. front end: one request a cycle, in order --------------------------------
         pos = G[G_POS]
-        if pos < n_in:
+        if P[P_INTAKE] == INTAKE_PER_CHANNEL:
+            nt = _intake_per_channel(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q,
+                                     pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head,
+                                     pw_next, pw_addr, pw_added, pw_id, ring_f_t, ring_f_code,
+                                     ring_f_lat, in_addr, in_isw, in_cyc, in_src, in_id, n_in,
+                                     final, t)
+            if nt < 0:
+                event = True
+            elif nt < next_t:
+                next_t = nt
+        elif pos < n_in:
             if in_cyc[pos] <= t:
                 if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
                            pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
@@ -1375,3 +1396,52 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, 
         C[ch, C_READS_ACCEPTED] += 1
     G[G_ACCEPTED] += 1
     return True
+
+
+@njit(cache=True, _nrt=False)
+def _intake_per_channel(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
+                        pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
+                        ring_f_t, ring_f_code, ring_f_lat, in_addr, in_isw, in_cyc, in_src,
+                        in_id, n_in, final, t):
+    """Per-channel intake at front-end tick t: every channel accepts at most one request, its
+    own next one in trace order (CS_INTAKE_POS), if it has arrived and the channel's queue
+    takes it; a full queue holds back only that channel. G_POS becomes the first request not
+    yet accepted (the smallest channel position). Returns -1 if a request was accepted, else
+    the arrival cycle of the earliest request still to come (INF if none)."""
+    nch = P[P_CHANNELS]
+    accepted = False
+    next_t = INF
+    for ch in range(nch):
+        j = CS[ch, CS_INTAKE_POS]
+        if j < G[G_POS]:
+            j = G[G_POS]
+        # the channel's next request: skip the other channels' requests that have arrived
+        while j < n_in and in_cyc[j] <= t:
+            c, _ra, _bg, _ba, _ro, _co = _decode(P, in_addr[j])
+            if c == ch:
+                break
+            j += 1
+        CS[ch, CS_INTAKE_POS] = j
+        if j >= n_in:
+            continue
+        if in_cyc[j] > t:
+            if in_cyc[j] < next_t:
+                next_t = in_cyc[j]
+            continue
+        if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
+                   pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
+                   ring_f_t, ring_f_code, ring_f_lat, in_addr[j], in_isw[j] != 0,
+                   in_src[j], in_id[j], t):
+            G[G_FRONT_LAG_SUM] += t - in_cyc[j]
+            G[G_LAST_ACCEPT] = t
+            CS[ch, CS_INTAKE_POS] = j + 1
+            accepted = True
+    lo = n_in
+    for ch in range(nch):
+        if CS[ch, CS_INTAKE_POS] < lo:
+            lo = CS[ch, CS_INTAKE_POS]
+    G[G_POS] = lo
+    if lo >= n_in and final != 0 and G[G_FRONT_DONE] == 0:
+        G[G_FRONT_DONE] = 1
+        accepted = True
+    return -1 if accepted else next_t

@@ -33,6 +33,7 @@ class SimulateJob:
     scheduler: str | None = None
     page_policy: str | None = None
     wrap_addresses: bool = False
+    intake: str = "dramsim3"             # front end: "dramsim3" or "per-channel"
 
 
 def apply_overrides(cfg: Any, scheduler: str | None, page_policy: str | None) -> Any:
@@ -57,7 +58,7 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     options = SimOptions(cycles=job.cycles, max_cycles=job.max_cycles, epoch=job.epoch,
                          cmd_trace=Path(job.cmd_trace) if job.cmd_trace is not None else None,
                          phantom_eof_read=job.phantom_eof_read,
-                         wrap_addresses=job.wrap_addresses)
+                         wrap_addresses=job.wrap_addresses, intake=job.intake)
     log.debug("simulating %s on %s", ", ".join(str(t) for t in traces), cfg.name)
     stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress)
     if out is not None:

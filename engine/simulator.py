@@ -46,6 +46,12 @@ MERGE_SLACK = 4096           # pending reads that merged into an earlier read of
 FF_MIN_PERIODS = 64          # idle stretches of at least this many refresh periods are skipped
 FF_PROBES = 6                # periods simulated, at most, to find the periodic idle state
 FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast_forward)
+# the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
+# memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
+# DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
+# trace order, a request waiting for a full queue holding back only its own channel, as a
+# GPU's crossbar delivers requests to every channel's controller in parallel
+INTAKES = {"dramsim3": K.INTAKE_DRAMSIM3, "per-channel": K.INTAKE_PER_CHANNEL}
 
 
 @dataclass
@@ -62,8 +68,17 @@ class SimOptions:
     wrap_addresses: bool = False         # drop address bits above the capacity (DRAMsim3)
     fast_idle: bool = True               # skip long idle stretches whole refresh periods at
                                          # a time (identical statistics; off: step by step)
+    intake: str = "dramsim3"             # front end: "dramsim3" (one request a cycle for the
+                                         # whole system) or "per-channel" (one per channel)
 
     def __post_init__(self) -> None:
+        if self.intake not in INTAKES:
+            raise SimulatorInputError(f"SimOptions.intake = {self.intake!r}: expected one of "
+                                      f"{', '.join(map(repr, INTAKES))}")
+        if self.intake != "dramsim3" and self.phantom_eof_read:
+            raise SimulatorInputError(
+                f"SimOptions: phantom_eof_read reproduces a quirk of DRAMsim3's front end; it "
+                f"needs intake = 'dramsim3', not {self.intake!r}")
         for name in ("cycles", "max_cycles"):
             v = getattr(self, name)
             if v is None:
@@ -224,6 +239,7 @@ class Simulator:
         P[K.P_XOR] = int(bool(cfg.xor_bank_interleave))
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
         P[K.P_PHANTOM_EOF] = int(self.options.phantom_eof_read)
+        P[K.P_INTAKE] = INTAKES[self.options.intake]
         P[K.P_CMDLOG] = int(self.options.cmd_trace is not None)
         folded, why = folding_is_exact(self.tables, cfg)
         if not folded:
@@ -320,6 +336,8 @@ class Simulator:
              pos0: int = 0) -> int:
         G = self.s["G"]
         G[K.G_POS] = pos0
+        self.s["CS"][:, K.CS_INTAKE_POS] = pos0
+        accepted0 = int(G[K.G_ACCEPTED])
         limit = self.options.limit if self.options.limit is not None else K.INF
         exact = self.options.cycles is not None
         t0 = time.perf_counter()
@@ -335,6 +353,7 @@ class Simulator:
                     self._idle_to(limit)
                     addr = isw = cyc = src = rid = np.zeros(0, np.int64)
                     final, horizon, G[K.G_POS] = False, limit, 0
+                    self.s["CS"][:, K.CS_INTAKE_POS] = 0
                     continue
                 self._drain_logs()
                 if rc == K.PAUSED:
@@ -348,6 +367,10 @@ class Simulator:
                         # to a full controller queue (only the current chunk can hold any)
                         self.requests_waiting = int(np.count_nonzero(
                             cyc[int(G[K.G_POS]):] < limit))
+                        if self.options.intake != "dramsim3":
+                            # channels may have accepted requests beyond G_POS
+                            self.requests_waiting = int(np.count_nonzero(
+                                cyc[pos0:] < limit)) - (int(G[K.G_ACCEPTED]) - accepted0)
                         self._finish_at(limit)
                         return K.FINISHED
                     if cancel is not None and cancel():

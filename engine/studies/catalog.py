@@ -172,6 +172,7 @@ class Study:
     description = ""
     params_help = ""
     arrival = ""            # forced arrival mode ("" = the setup's)
+    intake = ""             # default intake ("" = per-channel if saturated, else dramsim3)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -206,8 +207,18 @@ class Study:
             tdict = placed.to_dict()
             if placed is not trace:
                 tdict["placed_from"] = trace.digest
-        return Point(self.name, cfg.to_dict(), tdict, tags, setup.cycles,
-                     self.arrival or setup.arrival)
+        arrival = self.arrival or setup.arrival
+        return Point(self.name, cfg.to_dict(), tdict, tags, setup.cycles, arrival,
+                     setup.intake or self.default_intake(arrival))
+
+    def default_intake(self, arrival: str) -> str:
+        """The front end's intake when the setup names none: a study measuring the DRAM's
+        service time (saturated arrival) takes requests per channel, as a GPU's crossbar
+        does; DRAMsim3's one-request-a-cycle intake would bound a multi-channel memory at one
+        request per cycle (docs: issues 18/12, per-channel intake)."""
+        if self.intake:
+            return self.intake
+        return "per-channel" if arrival == "saturate" else "dramsim3"
 
     def _variant_points(self, variants: Sequence[tuple[str, Any]],
                         traces: Sequence[TraceInput], setup: StudySetup) -> list[Point]:

@@ -147,6 +147,7 @@ def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
     try:
         cfg = MemoryConfig.from_dict(point["config"])
         options = SimOptions(max_cycles=point.get("cycles"),   # a study caps each run
+                             intake=point.get("intake", "dramsim3"),
                              cmd_trace=Path(tmp) / "cmd.trace" if tmp else None)
         group = trace.get("group") or "trace"
         if point.get("arrival", "trace") == "saturate":
@@ -154,6 +155,10 @@ def run_point(point: Mapping[str, Any]) -> dict[str, Any]:
         else:
             stats = simulate_trace(cfg, trace["path"], options, group=group)
         metrics = summarise(cfg, stats)
+        if options.intake != "dramsim3":
+            # the front end's bound is then one request per channel per cycle
+            metrics["intake"] = options.intake
+            metrics["channels"] = int(cfg.channels)
         if tmp:
             from engine.simulator import cmd_trace_paths
             from engine.studies.command_counts import count_command_trace

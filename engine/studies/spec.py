@@ -171,6 +171,9 @@ def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
 
 #: How requests arrive: at the cycles the trace gives, or as fast as the controller takes them.
 ARRIVALS = ("trace", "saturate")
+#: How the front end takes them in (engine.simulator.INTAKES); "" = the study's default
+#: (Study.default_intake: per-channel for saturated arrival and the recommendations study)
+INTAKES = ("dramsim3", "per-channel")
 
 
 @dataclass
@@ -190,22 +193,27 @@ class StudySetup:
     cycles: int | None = None
     compute: dict[str, Any] = field(default_factory=dict)
     arrival: str = "trace"
+    intake: str = ""
 
     def __post_init__(self) -> None:
         if self.arrival not in ARRIVALS:
             raise StudyError(f"arrival = {self.arrival!r}: expected one of "
                              f"{', '.join(ARRIVALS)}")
+        if self.intake and self.intake not in INTAKES:
+            raise StudyError(f"intake = {self.intake!r}: expected one of "
+                             f"{', '.join(INTAKES)} (or empty: the study's default)")
 
     def to_dict(self) -> dict[str, Any]:
         return {"traces": [t.to_dict() for t in self.traces], "config": self.config,
                 "overrides": dict(self.overrides), "params": dict(self.params),
-                "cycles": self.cycles, "compute": dict(self.compute), "arrival": self.arrival}
+                "cycles": self.cycles, "compute": dict(self.compute), "arrival": self.arrival,
+                "intake": self.intake}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StudySetup:
         d = dict(data)
         traces = [TraceInput.from_dict(t) for t in d.pop("traces", [])]
-        known = {"config", "overrides", "params", "cycles", "compute", "arrival"}
+        known = {"config", "overrides", "params", "cycles", "compute", "arrival", "intake"}
         extra = set(d) - known
         if extra:
             raise StudyError(f"study setup: unknown field(s) {', '.join(sorted(extra))}")
@@ -222,24 +230,28 @@ class Point:
     tags: dict[str, Any]
     cycles: int | None = None
     arrival: str = "trace"
+    intake: str = "dramsim3"
 
     @property
     def point_id(self) -> str:
         ident = {"study": self.study, "config": self.config, "tags": self.tags,
                  "cycles": self.cycles, "arrival": self.arrival,
                  "trace": {k: self.trace[k] for k in ("label", "digest", "group")}}
+        if self.intake != "dramsim3":      # (earlier points keep their ids)
+            ident["intake"] = self.intake
         return hashlib.sha256(canonical_json(ident).encode()).hexdigest()[:20]
 
     def to_dict(self) -> dict[str, Any]:
         return {"point_id": self.point_id, "study": self.study, "config": self.config,
                 "trace": self.trace, "tags": self.tags, "cycles": self.cycles,
-                "arrival": self.arrival}
+                "arrival": self.arrival, "intake": self.intake}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Point:
         return cls(study=data["study"], config=dict(data["config"]), trace=dict(data["trace"]),
                    tags=dict(data["tags"]), cycles=data.get("cycles"),
-                   arrival=data.get("arrival", "trace"))
+                   arrival=data.get("arrival", "trace"),
+                   intake=data.get("intake", "dramsim3"))
 
 
 def parse_value(name: str, text: str) -> Any:

@@ -509,8 +509,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 # ==== cosim (schedule -> DRAM traffic -> engine -> back into the optimiser) ====================
 def cmd_cosim(args: argparse.Namespace) -> int:
     from optimizer import cosim
+    from optimizer.cosim_job import run_cosim_job
     from optimizer.hardware import load_hardware
-    from optimizer.methods import optimize as run_method
     from optimizer.search import Budget
     from optimizer.workload import load_network
 
@@ -523,42 +523,16 @@ def cmd_cosim(args: argparse.Namespace) -> int:
     else:
         budget = _budget(args)
 
-    def optimize(network: Any, hardware: Any) -> Any:
-        import time
-        cpu = time.process_time()
-        result, _ = run_method(network, hardware, args.method, budget, args.seed)
-        result.schedule.meta.update(evaluations=result.evaluations,
-                                    cpu_s=round(time.process_time() - cpu, 2))
-        return result.schedule, result.result
+    def progress(message: str) -> None:
+        if sys.stderr.isatty() or not message.startswith("simulating "):
+            print(f"  ... {message}", file=sys.stderr, flush=True)
 
-    def progress(layer: str) -> None:
-        if sys.stderr.isatty():
-            print(f"  ... simulating {layer}", file=sys.stderr, flush=True)
-
-    iters = cosim.closed_loop(net, hw, memory, optimize=optimize, iterations=args.iterate,
-                              layout=args.layout, placement=args.placement,
-                              acc_ghz=args.acc_ghz, cache_dir=args.cache_dir,
-                              progress=progress)
-    summary = cosim.summary(iters)
-    if args.validate:
-        from optimizer import validation
-        from optimizer.space import SearchSpace
-        loop = [cosim.kept(iters).sched] + [it.sched for it in iters if not it.kept]
-        picks = validation.candidates(SearchSpace.build(net, hw), loop, args.validate,
-                                      seed=args.seed)
-        summary["validation"] = validation.validate(
-            net, hw, memory, iters[-1].refit_hw, picks, layout=args.layout,
-            placement=args.placement, acc_ghz=args.acc_ghz,
-            measured=[(it.sched, it.cosim) for it in iters],
-            progress=lambda m: print(f"  ... {m}", file=sys.stderr, flush=True))
-    data = {"network": net.name, "hardware": hw.name, "memory": memory.name,
-            "layout": args.layout, "placement": args.placement, "method": args.method,
-            "seed": args.seed, "acc_ghz": args.acc_ghz, "summary": summary,
-            "iterations": [{"iteration": it.iteration, "hardware": it.hardware,
-                            "model_edp": it.model_edp, "fused": [list(e) for e in it.fused],
-                            "kept": it.kept, "cosim": it.cosim.to_json(),
-                            "schedule": it.schedule}
-                           for it in iters]}
+    data, iters = run_cosim_job(net, hw, memory, method=args.method, seed=args.seed,
+                                budget=budget, iterations=args.iterate, layout=args.layout,
+                                placement=args.placement, acc_ghz=args.acc_ghz,
+                                cache_dir=args.cache_dir, validate=args.validate or 0,
+                                progress=progress)
+    summary = data["summary"]
     _write_json(args.out, data)
     print(f"{net.name} on {hw.name} with {memory.name} ({args.layout}, {args.placement}):")
     for it in iters:

@@ -53,6 +53,13 @@ def _gen_traces(shared_dir: Path, out: Path, n: int) -> Path:
 
 
 @pytest.fixture(scope="session")
+def dram_calibration_dir(tmp_path_factory) -> Path:
+    """One DRAM-term calibration cache for the tests that only use the calibration (each
+    memory is calibrated once per session: ~136 short engine runs)."""
+    return tmp_path_factory.mktemp("dram-calibration")
+
+
+@pytest.fixture(scope="session")
 def ref_traces(shared_dir, tmp_path_factory) -> Path:
     """The 200k-request reference traces, made by the generator exactly as the references
     were (tests/data/tools/gen_traces.py, seed 7)."""

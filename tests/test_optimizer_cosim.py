@@ -108,7 +108,7 @@ def test_memory_names_and_errors():
         cosim.load_memory("DDR4-3200-3ch")
 
 
-def test_closed_loop_measures_and_reoptimises_on_the_engine(tmp_path):
+def test_closed_loop_measures_and_reoptimises_on_the_engine(dram_calibration_dir):
     net, hw = _small_net(), load_hardware("small")
     memory = cosim.load_memory("DDR4-3200")
     seen_hw = []
@@ -121,7 +121,7 @@ def test_closed_loop_measures_and_reoptimises_on_the_engine(tmp_path):
         return sched, evaluate_schedule(n, sched, h)
 
     iters = cosim.closed_loop(net, hw, memory, optimize=optimize, iterations=1,
-                              cache_dir=tmp_path)
+                              cache_dir=dram_calibration_dir)
     assert 1 <= len(iters) <= 2
     cs = iters[0].cosim
     for lay in cs.layers:

@@ -59,14 +59,26 @@ def main() -> None:
     ap.add_argument("--sample", type=float)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--memory", default="DDR4-3200-8ch")
+    ap.add_argument("--cache-mib", type=float, default=40.0,
+                    help="L2 size; a small L2 on the small DDPM puts its optimizer lists "
+                         "far above the cache, as at paper size (issue 12b)")
+    ap.add_argument("--windows", type=int,
+                    help="windows the stream is cut into (default: auto_windows); few "
+                         "windows leave gaps longer than the warm-up, as at paper size")
+    ap.add_argument("--no-census", action="store_true",
+                    help="extrapolate the optimizer phase from its kept windows instead of "
+                         "running it whole through the cache model (the estimator before "
+                         "issue 12b)")
     args = ap.parse_args()
+    census = {"census_phases": ()} if args.no_census else {}
 
     from engine.workloads.generate import TraceSpec, generate_trace
 
     with tempfile.TemporaryDirectory() as tmp:
         if args.mode == "error":
             kw = dict(batch=args.batch or 16, resolution=args.resolution or 32,
-                      overrides=SMALL_DDPM, memory=args.memory)
+                      overrides=SMALL_DDPM, memory=args.memory,
+                      cache_bytes=int(args.cache_mib * 2 ** 20))
             c0 = _cpu()
             full = generate_trace(TraceSpec(args.workload, **kw), Path(tmp) / "full.h5")
             print(json.dumps(_row(full, _cpu() - c0, kind="full")), flush=True)
@@ -75,7 +87,8 @@ def main() -> None:
             for seed in args.seeds:
                 c0 = _cpu()
                 s = generate_trace(TraceSpec(args.workload, **kw, sample=args.sample or 0.05,
-                                             seed=seed), Path(tmp) / f"s{seed}.h5")
+                                             seed=seed, windows=args.windows, **census),
+                                   Path(tmp) / f"s{seed}.h5")
                 row = _row(s, _cpu() - c0, kind="sampled", seed=seed)
                 err = {}
                 for p, v in fb["by_phase"].items():
@@ -109,7 +122,8 @@ def main() -> None:
                 s = generate_trace(TraceSpec(args.workload, batch=args.batch or 8,
                                              resolution=args.resolution,
                                              sample=args.sample or 0.01, seed=seed,
-                                             memory=args.memory), Path(tmp) / f"s{seed}.h5")
+                                             memory=args.memory, windows=args.windows,
+                                             **census), Path(tmp) / f"s{seed}.h5")
                 print(json.dumps(_row(s, _cpu() - c0, kind="sampled", seed=seed)), flush=True)
                 (Path(tmp) / f"s{seed}.h5").unlink()
 

@@ -12,7 +12,8 @@ pytest.importorskip("torch")
 pytest.importorskip("h5py")
 
 from engine.workloads.capture import PHASES  # noqa: E402
-from engine.workloads.generate import (TraceSpec, converged_intervals,  # noqa: E402
+from engine.workloads.generate import (TraceSpec, census_warmups,  # noqa: E402
+                                       converged_intervals,
                                        generate_trace)
 
 
@@ -54,3 +55,37 @@ def test_sampled_step_whose_warm_ups_cover_it_gives_the_full_totals(tmp_path: Pa
                                     abs(e["windows_only_by_phase"][p][d] / f - 1))
     # while the kept windows alone extrapolate with an error
     assert seen_window_error > 0.005
+
+
+def test_census_warmups_cover_each_census_span_and_a_warm_up_before_it() -> None:
+    # warm-ups before kept windows at 100 and 900; census phase spans [500, 800) [800, 1000)
+    lo, hi = census_warmups(np.array([50, 850]), np.array([100, 900]),
+                            np.array([500, 800]), np.array([800, 1000]), 50)
+    assert lo.tolist() == [50, 450] and hi.tolist() == [100, 1000]
+    # the census then converges from its first line on
+    c_lo, c_hi = converged_intervals(np.array([100, 900]), np.array([110, 910]), lo, hi, 50)
+    assert c_lo[-1] <= 500 and c_hi[-1] == 1000
+
+
+def test_optimizer_census_is_measured_where_its_windows_alone_would_extrapolate(
+        tmp_path: Path) -> None:
+    # a 64 KiB cache and 200 windows: the gaps between kept windows are longer than the
+    # warm-up, as on a paper-size step, so without the census the optimizer phase is
+    # extrapolated from its kept windows
+    kw = dict(batch=2, size="tiny", cache_bytes=64 * 1024)
+    full = generate_trace(TraceSpec("ddpm", **kw), tmp_path / "full.h5")
+    f = full["dram_bytes"]["by_phase"]["optimizer"]
+    got = {}
+    for census in ((), ("optimizer",)):
+        s = generate_trace(TraceSpec("ddpm", **kw, sample=0.05, windows=200, seed=1,
+                                     census_phases=census), tmp_path / f"s{len(census)}.h5")
+        e = s["extrapolated"]
+        assert s["stream_lines_kept"] < 0.2 * s["stream_lines"]   # still a sample
+        got[census] = (e["converged_share_by_phase"]["optimizer"],
+                       e["dram_bytes"]["by_phase"]["optimizer"])
+    share, est = got[()]
+    assert share < 0.5
+    share, est = got[("optimizer",)]
+    assert share == pytest.approx(1.0)
+    for d in ("read", "write"):
+        assert est[d] == pytest.approx(f[d], rel=1e-6)

@@ -83,6 +83,10 @@ class TraceSpec:
     order: str = "gpu"                       # "gpu" thread-block order, or "sequential"
     optimizer: str = "foreach"               # AdamW kernels: "foreach" (PyTorch's CUDA
                                              # default) or "single" (one kernel per tensor)
+    census_phases: tuple[str, ...] = ("optimizer",)   # sampled mode: phases whose whole
+                                             # stream runs through the cache model (counted as
+                                             # measured, not extrapolated; requests outside the
+                                             # kept windows still not written)
     chunk: int = 1 << 20                     # requests written per HDF5 append
     compression: str | None = "lzf"          # HDF5 filter: "lzf" (fast), "gzip" or None
 
@@ -105,6 +109,10 @@ class TraceSpec:
             raise DiffMemError(f"order {self.order!r}: expected 'gpu' or 'sequential'")
         if self.pages not in ("random", "identity"):
             raise DiffMemError(f"pages {self.pages!r}: expected 'random' or 'identity'")
+        from engine.workloads.capture import PHASES
+        bad = [p for p in self.census_phases if p not in PHASES]
+        if bad:
+            raise DiffMemError(f"census phase {bad[0]!r}: expected one of {', '.join(PHASES)}")
         if self.address_hash not in ("gpu", "none"):
             raise DiffMemError(f"address hash {self.address_hash!r}: expected 'gpu' or "
                                "'none'")
@@ -374,6 +382,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         budget = WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES
         warm_lo = np.maximum(np.concatenate([[0], keep_hi[:-1]]), keep_lo - budget)
         warm_lo, warm_hi = warm_lo[warm_lo < keep_lo], keep_lo[warm_lo < keep_lo]
+        census = [PHASE_ID[p] for p in spec.census_phases]
+        ops_in = np.flatnonzero(np.isin(phase_of, census) & (issued.sum(axis=1) > 0))
+        if ops_in.shape[0]:
+            warm_lo, warm_hi = census_warmups(warm_lo, warm_hi, op_start[ops_in],
+                                              op_start[ops_in + 1], budget)
         n_win = int(win.stratum.shape[0])
         win_x = np.zeros((n_win, 2), np.int64)       # issued lines per kept window, r/w
         win_y = np.zeros((n_win, 2), np.int64)       # DRAM requests per kept window, r/w
@@ -527,6 +540,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "stream_lines_kept": int(sampled_by_phase.sum()),
             "sample": spec.sample,
             "windows": (n_windows if sampled else None), "seed": spec.seed,
+            "census_phases": (list(spec.census_phases) if sampled else None),
             "memory": mem.name, "tck_ns": tck, "cache_bytes": spec.cache_bytes,
             "accelerator": asdict(acc),
             "flops": cap.phase_flops(),
@@ -659,6 +673,24 @@ def _analytic_floor(cap: Any, item: int) -> dict[str, float]:
     opt = 7.0 * item * cap.parameters
     return {"optimizer": opt, "weight_reads": float(weights),
             "saved_activations_write_read": 2.0 * saved, "total": opt + weights + 2.0 * saved}
+
+
+def census_warmups(warm_lo: np.ndarray, warm_hi: np.ndarray, span_lo: np.ndarray,
+                   span_hi: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """The warm-up intervals extended so that the cache model sees every operator of the
+    census phases (``span_lo``/``span_hi``: their stream positions) and ``budget`` lines
+    before each stretch of them, so that :func:`converged_intervals` covers them whole:
+    the union, sorted and disjoint."""
+    lo = np.concatenate([warm_lo, np.maximum(np.asarray(span_lo, np.int64) - budget, 0)])
+    hi = np.concatenate([warm_hi, np.asarray(span_hi, np.int64)])
+    if not lo.shape[0]:
+        return lo.astype(np.int64), hi.astype(np.int64)
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order].astype(np.int64), hi[order].astype(np.int64)
+    run_hi = np.maximum.accumulate(hi)
+    new = np.concatenate([[True], lo[1:] > run_hi[:-1]])
+    starts = np.flatnonzero(new)
+    return lo[starts], np.maximum.reduceat(hi, starts)
 
 
 def converged_intervals(keep_lo: np.ndarray, keep_hi: np.ndarray, warm_lo: np.ndarray,

@@ -1167,6 +1167,39 @@ def write_binary(path: PathLike, chunks_or_chunk: TraceChunk | Iterable[TraceChu
     return src.count
 
 
+def write_hdf5_group(g: Any, chunks: Iterable[TraceChunk],
+                     compression: str | None = "gzip") -> int:
+    """Stream ``chunks`` into the (empty) HDF5 group ``g`` in the trace layout (attributes
+    ``format``/``version``/``clock``/``count``; resizable, chunked datasets ``addr``,
+    ``cycle``, ``is_write``, ``stream``); returns the request count.  The one home of the
+    layout: :func:`write_hdf5` and the project store both write through it."""
+    g.attrs["format"] = HDF5_FORMAT_NAME
+    g.attrs["version"] = HDF5_VERSION
+    g.attrs["clock"] = "memory"
+    opts: dict[str, Any] = dict(shape=(0,), maxshape=(None,), chunks=(HDF5_CHUNK,),
+                                compression=compression)
+    if compression == "gzip":
+        opts["compression_opts"] = 4
+    if compression is not None:
+        opts["shuffle"] = True
+    ds = {"addr": g.create_dataset("addr", dtype="<u8", **opts),
+          "cycle": g.create_dataset("cycle", dtype="<u8", **opts),
+          "is_write": g.create_dataset("is_write", dtype="u1", **opts),
+          "stream": g.create_dataset("stream", dtype="<u2", **opts)}
+    n = 0
+    for c in chunks:
+        m = n + len(c)
+        for d in ds.values():
+            d.resize((m,))
+        ds["addr"][n:m] = c.addr
+        ds["cycle"][n:m] = np.asarray(c.cycle).astype(np.uint64)
+        ds["is_write"][n:m] = np.asarray(c.is_write).view(np.uint8)
+        ds["stream"][n:m] = c.stream
+        n = m
+    g.attrs["count"] = n
+    return n
+
+
 def write_hdf5(path: PathLike, chunks_or_chunk: TraceChunk | Iterable[TraceChunk], *,
                group: str = "trace", compression: str | None = "gzip") -> int:
     """Write a trace into group ``group`` of an HDF5 file; returns the request count.
@@ -1190,31 +1223,7 @@ def write_hdf5(path: PathLike, chunks_or_chunk: TraceChunk | Iterable[TraceChunk
         with h5py.File(tmp, "a" if keep else "w") as h5:
             if group in h5:
                 del h5[group]
-            g = h5.require_group(group)
-            g.attrs["format"] = HDF5_FORMAT_NAME
-            g.attrs["version"] = HDF5_VERSION
-            g.attrs["clock"] = "memory"
-            opts: dict[str, Any] = dict(shape=(0,), maxshape=(None,), chunks=(HDF5_CHUNK,),
-                                        compression=compression)
-            if compression == "gzip":
-                opts["compression_opts"] = 4
-            if compression is not None:
-                opts["shuffle"] = True
-            ds = {"addr": g.create_dataset("addr", dtype="<u8", **opts),
-                  "cycle": g.create_dataset("cycle", dtype="<u8", **opts),
-                  "is_write": g.create_dataset("is_write", dtype="u1", **opts),
-                  "stream": g.create_dataset("stream", dtype="<u2", **opts)}
-            n = 0
-            for c in src:
-                m = n + len(c)
-                for d in ds.values():
-                    d.resize((m,))
-                ds["addr"][n:m] = c.addr
-                ds["cycle"][n:m] = c.cycle.astype(np.uint64)
-                ds["is_write"][n:m] = c.is_write.view(np.uint8)
-                ds["stream"][n:m] = c.stream
-                n = m
-            g.attrs["count"] = n
+            write_hdf5_group(h5.require_group(group), src, compression)
     log.debug("wrote %d requests to %s:%s (hdf5)", src.count, p, group)
     return src.count
 

@@ -355,29 +355,10 @@ def _write_trace_group(parent: h5py.Group, name: str, chunks: Iterator[Any]) -> 
     """Stream a trace into ``parent/name`` in the layout of :func:`engine.trace.write_hdf5`
     (the project's own HDF5 writes happen inside a space reservation, with no temporary
     file beside the project)."""
-    from engine.trace import HDF5_CHUNK, HDF5_FORMAT_NAME, HDF5_VERSION
+    from engine.trace import write_hdf5_group
     g = parent.create_group(name)
     try:
-        g.attrs["format"] = HDF5_FORMAT_NAME
-        g.attrs["version"] = HDF5_VERSION
-        g.attrs["clock"] = "memory"
-        opts: dict[str, Any] = dict(shape=(0,), maxshape=(None,), chunks=(HDF5_CHUNK,),
-                                    compression="gzip", compression_opts=4, shuffle=True)
-        ds = {"addr": g.create_dataset("addr", dtype="<u8", **opts),
-              "cycle": g.create_dataset("cycle", dtype="<u8", **opts),
-              "is_write": g.create_dataset("is_write", dtype="u1", **opts),
-              "stream": g.create_dataset("stream", dtype="<u2", **opts)}
-        n = 0
-        for c in chunks:
-            m = n + len(c)
-            for d in ds.values():
-                d.resize((m,))
-            ds["addr"][n:m] = c.addr
-            ds["cycle"][n:m] = np.asarray(c.cycle).astype(np.uint64)
-            ds["is_write"][n:m] = np.asarray(c.is_write).view(np.uint8)
-            ds["stream"][n:m] = c.stream
-            n = m
-        g.attrs["count"] = n
+        n = write_hdf5_group(g, chunks)
     except BaseException:
         with contextlib.suppress(Exception):
             del parent[name]

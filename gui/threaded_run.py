@@ -44,7 +44,11 @@ class ThreadedRun(QObject):
         # loop, which is blocked in thread.wait() while the window closes (a 30 s freeze)
         self.worker.ended.connect(self.thread.quit, Qt.ConnectionType.DirectConnection)
         self.thread.finished.connect(self._on_thread_finished)
-        self.thread.finished.connect(self.worker.deleteLater)
+        # the worker is NOT deleteLater()'d on thread.finished: that deletes it in the worker
+        # thread, whose ~QObject waits for the GIL while holding a Qt connection mutex that the
+        # GUI thread (holding the GIL) may be waiting for in a disconnect: a deadlock seen in
+        # the Studies tab. The worker (no Qt parent, owned by Python) goes with this run, in
+        # the GUI thread.
 
     def start(self) -> None:
         _ACTIVE.add(self)

@@ -106,8 +106,7 @@ class SimulationWorker(QObject):
         self._cancel = threading.Event()
         # ("finished", stats) | ("failed", (message, traceback)) | ("cancelled", None)
         self.outcome: tuple[str, Any] | None = None
-        # a plain dict shared with the SimulationRun: still readable after the worker's C++
-        # object was deleted (deleteLater on QThread.finished)
+        # a plain dict shared with the SimulationRun, which reads the outcome after the join
         self.result_box: dict[str, Any] = {}
 
     def cancel(self) -> None:
@@ -214,7 +213,11 @@ class SimulationRun(QObject):
         # loop, which is blocked in thread.wait() while the window closes (a 30 s freeze)
         self.worker.ended.connect(self.thread.quit, Qt.ConnectionType.DirectConnection)
         self.thread.finished.connect(self._on_thread_finished)
-        self.thread.finished.connect(self.worker.deleteLater)
+        # the worker is NOT deleteLater()'d on thread.finished: that deletes it in the worker
+        # thread, whose ~QObject waits for the GIL while holding a Qt connection mutex that the
+        # GUI thread (holding the GIL) may be waiting for in a disconnect: a deadlock seen in
+        # the Studies tab. The worker (no Qt parent, owned by Python) goes with this run, in
+        # the GUI thread.
 
     def __iter__(self):
         return iter((self.thread, self.worker))

@@ -46,27 +46,62 @@ def space() -> SearchSpace:
                              load_hardware("small"))
 
 
-@pytest.mark.parametrize("method", SEARCHES)
-def test_cpu_budget_is_honoured_within_ten_percent(space: SearchSpace, method: str) -> None:
-    import optuna  # noqa: F401  (imported before the clock: its import is not the search's)
-
-    budget = 0.8
+_BUDGET_PROBE = """
+import json, sys, time
+import torch
+torch.set_num_threads(1)
+import optuna  # imported before the clock: its import is not the search's
+from optimizer.hardware import load_hardware
+from optimizer.methods import get_method, optimize
+from optimizer.search import Budget
+from optimizer.space import SearchSpace
+from optimizer.workload import network_from_json
+net, methods = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+space = SearchSpace.build(network_from_json(net, "three_same"), load_hardware("small"))
+out = {}
+for m in methods:
     c0 = time.process_time()
-    res = get_method(method)(space, Budget(cpu_seconds=budget), 0)
-    used = time.process_time() - c0
-    assert res.result.valid
+    res = get_method(m)(space, Budget(cpu_seconds=0.8), 0)
+    out[m] = {"used": time.process_time() - c0, "valid": bool(res.result.valid)}
+for m in ("fadiff", "ga"):
+    c0 = time.process_time()
+    res, _ = optimize(space.net, space.hw, m, Budget(cpu_seconds=1.0), 1)
+    out["refined:" + m] = {"used": time.process_time() - c0,
+                           "improves": bool(res.raw is not None and
+                                            res.result.edp <= res.raw.edp)}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def budget_use() -> dict:
+    """CPU seconds each method used, measured in a fresh process as the CLI runs it. Inside
+    the full suite's process, what earlier tests left (threads, a large heap) adds to the
+    process CPU time: BO measured 0.94 CPU-s there on a 0.8 budget, 0.81-0.83 on its own."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _BUDGET_PROBE, json.dumps(THREE_SAME),
+                        json.dumps(list(SEARCHES))], capture_output=True, text=True,
+                       timeout=600, cwd=Path(__file__).resolve().parents[1])
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("method", SEARCHES)
+def test_cpu_budget_is_honoured_within_ten_percent(budget_use: dict, method: str) -> None:
+    budget = 0.8
+    used = budget_use[method]["used"]
+    assert budget_use[method]["valid"]
     # every search runs until its clock says the budget is spent, and stops there
     assert 0.9 * budget <= used <= 1.1 * budget, used
 
 
 @pytest.mark.parametrize("method", ("fadiff", "ga"))
-def test_search_plus_refinement_stays_within_the_cpu_budget(space: SearchSpace,
+def test_search_plus_refinement_stays_within_the_cpu_budget(budget_use: dict,
                                                             method: str) -> None:
-    c0 = time.process_time()
-    res, _ = optimize(space.net, space.hw, method, Budget(cpu_seconds=1.0), 1)
-    used = time.process_time() - c0
+    used = budget_use["refined:" + method]["used"]
     assert used <= 1.1 * 1.0, used
-    assert res.raw is not None and res.result.edp <= res.raw.edp
+    assert budget_use["refined:" + method]["improves"]
 
 
 def test_evaluations_count_layer_mappings_for_every_method(space: SearchSpace) -> None:

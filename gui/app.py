@@ -93,6 +93,8 @@ class MainWindow(QMainWindow):
 
     def __init__(self) -> None:
         super().__init__()
+        from gui import gc_guard
+        gc_guard.install()                # garbage is collected in this thread only (why: there)
         self.project: Any = None          # the open projects.store.Project, or None
         self.setWindowTitle(APP_NAME)
         self.resize(900, 600)

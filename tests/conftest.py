@@ -44,6 +44,23 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         session.exitstatus = 1
 
 
+@pytest.fixture(autouse=True)
+def _gc_in_the_gui_thread(request):
+    """Tests that make widgets run as the window does (gui.gc_guard): Python's garbage
+    collector only in the GUI thread, and a full collection there at the end, so no Qt
+    wrapper a test dropped is destroyed later in some background thread (which deadlocked
+    the suite: the timeline's reader thread collected an earlier test's widgets)."""
+    if request.node.get_closest_marker("gui") is None and not (
+            {"qtbot", "qapp"} & set(request.fixturenames)):
+        yield
+        return
+    request.getfixturevalue("qapp")
+    from gui import gc_guard
+    gc_guard.install()
+    yield
+    gc_guard.uninstall()
+
+
 def _gen_traces(shared_dir: Path, out: Path, n: int) -> Path:
     import subprocess
     import sys

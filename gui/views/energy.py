@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QMenu,
-                               QMessageBox, QToolButton, QToolTip, QVBoxLayout, QWidget)
+                               QMessageBox, QToolButton, QVBoxLayout, QWidget)
 
 from gui import energy_tree as ET
 from gui import plot_export
@@ -163,16 +163,8 @@ class EnergyView(QWidget):
         return self.hover_text
 
     def _on_mouse_moved(self, scene_pos: QPointF) -> None:
-        vb = self.plot.getViewBox()
-        if not vb.sceneBoundingRect().contains(scene_pos):
-            return
-        p = vb.mapSceneToView(scene_pos)
-        text = self.hover(p.x(), p.y())
-        view_pos = self.plot_widget.mapFromScene(scene_pos)
-        if text:
-            QToolTip.showText(self.plot_widget.mapToGlobal(view_pos), text, self.plot_widget)
-        else:
-            QToolTip.hideText()
+        from gui.plots.hover_tip import show_hover
+        show_hover(self.plot_widget, self.plot, scene_pos, self.hover)
 
     # ---------------------------------------------------------------- export
     def table(self) -> tuple[list[str], list[list[Any]]]:

@@ -27,7 +27,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton,
-                               QToolTip, QVBoxLayout, QWidget)
+                               QVBoxLayout, QWidget)
 
 #: command kind (the trace's names) -> (legend label, colour)
 KINDS = {"activate": ("ACT", "#2ca02c"), "read": ("RD", "#1f77b4"),
@@ -332,14 +332,8 @@ class TimelineView(QWidget):
         return self.hover_text
 
     def _on_mouse_moved(self, scene_pos: QPointF) -> None:
-        vb = self.plot.getViewBox()
-        if not vb.sceneBoundingRect().contains(scene_pos):
-            return
-        p = vb.mapSceneToView(scene_pos)
-        text = self.hover(p.x(), p.y())
-        if text:
-            QToolTip.showText(self.plot_widget.mapToGlobal(
-                self.plot_widget.mapFromScene(scene_pos)), text, self.plot_widget)
+        from gui.plots.hover_tip import show_hover
+        show_hover(self.plot_widget, self.plot, scene_pos, self.hover)
 
     def link_x(self, plot: pg.PlotItem | None) -> None:
         """Share the x axis (time) with another plot, e.g. the epoch plots: the same range

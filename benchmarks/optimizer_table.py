@@ -85,8 +85,19 @@ def run_all(args: argparse.Namespace) -> None:
                     k = (cfg, net, m, seed, args.tag)
                     if k in done:
                         continue
-                    res, _ = optimize(net, cfg, m, budget, seed, refine=not args.no_refine)
+                    res, space = optimize(net, cfg, m, budget, seed,
+                                          refine=not args.no_refine)
                     raw = res.raw if res.raw is not None else res.result
+                    # the final schedule under both fused-input rules: the halo bytes it pays
+                    # (refetch - slide) and its EDP under the rule it was not searched with
+                    other = "slide" if args.fused_halo == "refetch" else "refetch"
+                    sched = res.schedule
+                    both = {rule: costmodel.evaluate_schedule(space.net, sched, space.hw, rule)
+                            for rule in ("refetch", "slide")}
+                    first = {e[0] for e in sched.fused} - {e[1] for e in sched.fused}
+                    tiles = {a: sched.mappings[a].temporal[0]["P"]
+                             * sched.mappings[a].temporal[0]["Q"]
+                             * sched.mappings[a].temporal[0]["N"] for a in sorted(first)}
                     rec = {"config": cfg, "network": net, "method": m, "seed": seed,
                            "tag": args.tag, "refine": not args.no_refine,
                            "raw_edp": raw.edp, "raw_valid": raw.valid,
@@ -98,6 +109,10 @@ def run_all(args: argparse.Namespace) -> None:
                            "evaluations": res.evaluations,
                            "raw_evaluations": res.raw_evaluations,
                            "budget_cpu_s": args.cpu_seconds, "fused_halo": args.fused_halo,
+                           "fused_edges": [list(e) for e in sched.fused],
+                           "first_layer_dram_tiles": tiles,
+                           "halo_bytes": both["refetch"].dram_bytes - both["slide"].dram_bytes,
+                           "edp_other_rule": both[other].edp,
                            "load": os.getloadavg()[0],
                            "commit": commit,
                            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

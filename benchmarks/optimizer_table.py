@@ -12,7 +12,10 @@ the same exact evaluator and the same refinement stage; a line holds the raw (se
 and refined EDP (pJ x cycles, batch 1), CPU-s, evaluations, fused edges, validity, the load
 average and the commit.  ``--report`` prints the markdown tables (mean over the seeds and
 relative sd per network, method and column; geometric-mean ratios).  ``--tag`` keeps variants
-of a method (e.g. FADiff at two commits) apart in one file.
+of a method (e.g. FADiff at two commits) apart in one file.  ``--fused-halo slide`` runs the
+cost model with Timeloop's sliding window for fused groups' first layers instead of the
+default halo re-fetch (``optimizer.costmodel.FUSED_HALO``, for the whole process; recorded in
+each line as ``fused_halo``): the before/after of that model change at one commit.
 """
 from __future__ import annotations
 
@@ -63,7 +66,10 @@ def run_all(args: argparse.Namespace) -> None:
     from optimizer.methods import optimize
     from optimizer.search import Budget
 
+    import optimizer.costmodel as costmodel
+
     torch.set_num_threads(args.threads)
+    costmodel.FUSED_HALO = args.fused_halo
     out = Path(args.out)
     done = {_key(r) for r in read_runs(out)}
     commit = _commit()
@@ -79,8 +85,19 @@ def run_all(args: argparse.Namespace) -> None:
                     k = (cfg, net, m, seed, args.tag)
                     if k in done:
                         continue
-                    res, _ = optimize(net, cfg, m, budget, seed, refine=not args.no_refine)
+                    res, space = optimize(net, cfg, m, budget, seed,
+                                          refine=not args.no_refine)
                     raw = res.raw if res.raw is not None else res.result
+                    # the final schedule under both fused-input rules: the halo bytes it pays
+                    # (refetch - slide) and its EDP under the rule it was not searched with
+                    other = "slide" if args.fused_halo == "refetch" else "refetch"
+                    sched = res.schedule
+                    both = {rule: costmodel.evaluate_schedule(space.net, sched, space.hw, rule)
+                            for rule in ("refetch", "slide")}
+                    first = {e[0] for e in sched.fused} - {e[1] for e in sched.fused}
+                    tiles = {a: sched.mappings[a].temporal[0]["P"]
+                             * sched.mappings[a].temporal[0]["Q"]
+                             * sched.mappings[a].temporal[0]["N"] for a in sorted(first)}
                     rec = {"config": cfg, "network": net, "method": m, "seed": seed,
                            "tag": args.tag, "refine": not args.no_refine,
                            "raw_edp": raw.edp, "raw_valid": raw.valid,
@@ -91,7 +108,12 @@ def run_all(args: argparse.Namespace) -> None:
                            "cpu_s": res.cpu_s, "wall_s": res.wall_s,
                            "evaluations": res.evaluations,
                            "raw_evaluations": res.raw_evaluations,
-                           "budget_cpu_s": args.cpu_seconds, "load": os.getloadavg()[0],
+                           "budget_cpu_s": args.cpu_seconds, "fused_halo": args.fused_halo,
+                           "fused_edges": [list(e) for e in sched.fused],
+                           "first_layer_dram_tiles": tiles,
+                           "halo_bytes": both["refetch"].dram_bytes - both["slide"].dram_bytes,
+                           "edp_other_rule": both[other].edp,
+                           "load": os.getloadavg()[0],
                            "commit": commit,
                            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
                     with out.open("a") as fh:
@@ -185,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="register these FADiff ablations (bench_optimizer.ABLATIONS) as "
                          "methods abl:<name>")
     ap.add_argument("--tag", default="", help="label of this batch of runs (kept apart)")
+    ap.add_argument("--fused-halo", choices=["refetch", "slide"], default="refetch",
+                    help="the fused-input rule of the cost model (default: refetch)")
     ap.add_argument("--report", action="store_true", help="print the tables and exit")
     ap.add_argument("--methods-order", nargs="+", default=None,
                     help="with --report: only these methods, in this order")

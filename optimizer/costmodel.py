@@ -35,6 +35,17 @@ is fused (its accumulator drains go to the scratchpad instead).  A residual tens
 chip when the whole chain of layers between its source and the adding layer is fused.  With
 sigma in [0, 1] the DRAM traffic is interpolated linearly.  Fused layers run in lockstep over
 the same spatial (N, P, Q) DRAM tiles, so their scratchpad tiles must fit together.
+
+Halo re-fetch (``FusionGraph.halo``, default ``"refetch"``): a layer of a fused group whose
+Inputs come from DRAM (the group's first layer) fetches each lockstep tile's input window
+whole, halo included: ``t x ((P/t - 1) x stride + R)`` input rows for ``t`` DRAM tiles along P
+(the same along Q), instead of Timeloop's sliding window (every input row once), because the
+other layers of the group run between two of its tiles and use the scratchpad meanwhile; it
+is what Stream's layer-fused scheduler counts and what Gemmini's tiled convolution software
+does (each tile's DMA loads its whole window).  ``"slide"`` keeps the sliding window for fused
+layers too.  Unfused layers always slide (Timeloop's rule, checked against timeloop-model).
+The extra words are ``LayerCosts.dram_i_halo`` weighted by sigma (at least one fused edge
+touches the layer, its input edges not fused), so the term is differentiable like the rest.
 """
 from __future__ import annotations
 
@@ -186,6 +197,10 @@ class LayerCosts:
     o_k_inner: torch.Tensor
     o_q_factor: torch.Tensor
     o_q_inner: torch.Tensor
+    # extra DRAM Input words when the DRAM-level P/Q loops do not slide the window (each
+    # lockstep tile fetches its whole window, halo included): the halo re-fetch of a fused
+    # group's first layer (0 when no DRAM P/Q loop moves the input window)
+    dram_i_halo: torch.Tensor
 
 
 def _tile_factors(mt: MappingTensors) -> list[torch.Tensor]:
@@ -211,10 +226,12 @@ def _tile_size(tensor: str, f: torch.Tensor, lb: LayerBatch) -> torch.Tensor:
 
 
 def _fills(tensor: str, level: int, mt: MappingTensors, lb: LayerBatch, f: torch.Tensor,
-           tile: torch.Tensor) -> torch.Tensor:
-    """Words moved into ``level`` for ``tensor`` over the whole layer (per instance)."""
+           tile: torch.Tensor, refetch: bool = False):
+    """Words moved into ``level`` for ``tensor`` over the whole layer (per instance).  With
+    ``refetch`` (Inputs only) also the words moved when the window does not slide along P/Q
+    (each step of those loops fetches the whole tile): returns (sliding, refetching)."""
     if level == 0:
-        return tile
+        return (tile, tile) if refetch else tile
     L = len(lb)
     # loops above the level, innermost first: levels level-1 .. 0, each in reversed order
     lv_idx = torch.tensor([lv for lv in range(level - 1, -1, -1) for _ in range(7)])
@@ -246,6 +263,10 @@ def _fills(tensor: str, level: int, mt: MappingTensors, lb: LayerBatch, f: torch
                            frac)
         frac = torch.where(d_first == S_, torch.clamp(f[:, S_] / wid_q, max=1.0), frac)
         frac = torch.where(slides, frac, torch.ones_like(frac))
+        if refetch:
+            whole = torch.where((d_first == P_) | (d_first == Q_), torch.ones_like(frac), frac)
+            return (tile * (1 + (f_first - 1) * frac) * rest,
+                    tile * (1 + (f_first - 1) * whole) * rest)
     return tile * (1 + (f_first - 1) * frac) * rest
 
 
@@ -261,7 +282,7 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
     sp_w_tile = _tile_size("W", f[SP], lb)
     sp_i_tile = _tile_size("I", f[SP], lb)
     sp_w_fills = _fills("W", SP, mt, lb, f[SP], sp_w_tile)
-    sp_i_fills = _fills("I", SP, mt, lb, f[SP], sp_i_tile)
+    sp_i_fills, sp_i_whole = _fills("I", SP, mt, lb, f[SP], sp_i_tile, refetch=True)
     sp_i_reads = torch.where(lb.multicast, macs / mt.ks, macs)
     # Accumulator: outputs, per column slice
     acc_tile = _tile_size("O", f[ACC], lb)
@@ -285,7 +306,8 @@ def layer_costs(lb: LayerBatch, mt: MappingTensors) -> LayerCosts:
         dim_c=lb.dims[:, C_], dim_p=lb.dims[:, P_], dim_q=lb.dims[:, Q_], dim_r=lb.dims[:, R_],
         dim_s=lb.dims[:, S_], dim_stride=lb.stride, is_matmul=lb.rel_w[:, N_].to(DTYPE),
         is_depthwise=(lb.in_chan == K_).to(DTYPE), o_revisit_tiles=revisit,
-        o_k_factor=k_factor, o_k_inner=k_inner, o_q_factor=q_factor, o_q_inner=q_inner)
+        o_k_factor=k_factor, o_k_inner=k_inner, o_q_factor=q_factor, o_q_inner=q_inner,
+        dram_i_halo=sp_i_whole - sp_i_fills)
 
 
 _K_Q = torch.tensor([K_, Q_])
@@ -329,6 +351,11 @@ def _revisit_tiles(mt: MappingTensors, lb: LayerBatch
 
 
 # ---- a network: fusion, cycles, energy ------------------------------------------------------
+#: The rules for a fused group's first layer's Inputs (module docstring, "Halo re-fetch").
+FUSED_HALO_RULES = ("refetch", "slide")
+#: The default rule (Stream's count; Gemmini's tiled convolutions re-load each tile's window).
+FUSED_HALO = "refetch"
+
 @dataclass
 class FusionGraph:
     """Index tensors of a network's edges for the fusion terms."""
@@ -345,6 +372,9 @@ class FusionGraph:
     res_size_of: torch.Tensor = None     # [R] layer whose output size the shortcut has
     res_chain_idx: torch.Tensor = None   # [R, C] into cat(sigma, [1, 0])
     uses_idx: torch.Tensor = None        # [L, U] into cat(sigma, res_keep, [0, 1])
+    halo: str = "refetch"                # fused groups' first layers: "refetch" / "slide"
+    touch_idx: torch.Tensor = None       # [L, T] edges touching each layer, into cat(sigma, [0])
+    in_idx: torch.Tensor = None          # [L, I] edges feeding each layer, into cat(sigma, [0])
 
     def __post_init__(self) -> None:
         E, R = len(self.prod), len(self.res_dst)
@@ -365,9 +395,32 @@ class FusionGraph:
             for j, (kind, k) in enumerate(u):
                 uses[i, j] = k if kind == "edge" else E + k if kind == "res" else E + R
         self.uses_idx = uses
+        if self.halo not in FUSED_HALO_RULES:
+            raise ValueError(f"unknown fused-input halo rule '{self.halo}': expected one of "
+                             f"{', '.join(FUSED_HALO_RULES)}")
+        L = len(self.uses)
+        touch: list[list[int]] = [[] for _ in range(L)]
+        feed: list[list[int]] = [[] for _ in range(L)]
+        for k, (p, c) in enumerate(zip(self.prod.tolist(), self.cons.tolist())):
+            touch[p].append(k)
+            touch[c].append(k)
+            feed[c].append(k)
+        self.touch_idx = _padded(touch, E)
+        self.in_idx = _padded(feed, E)
+
+    def halo_weight(self, sig: torch.Tensor) -> torch.Tensor:
+        """[..., L] from fusable-masked sigma [..., E]: how much each layer's Inputs are read
+        from DRAM as a fused-group member (some edge touching it fused, none feeding it):
+        the weight of ``LayerCosts.dram_i_halo`` (0 everywhere with ``halo="slide"``)."""
+        cat = torch.cat([sig, torch.zeros(*sig.shape[:-1], 1, dtype=sig.dtype)], -1)
+        in_group = 1 - (1 - cat[..., self.touch_idx]).prod(-1)
+        from_dram = (1 - cat[..., self.in_idx]).prod(-1)
+        w = in_group * from_dram
+        return w if self.halo == "refetch" else torch.zeros_like(w)
 
     @classmethod
-    def from_network(cls, net: Network) -> "FusionGraph":
+    def from_network(cls, net: Network, halo: str | None = None) -> "FusionGraph":
+        """The network's edges; ``halo`` the fused-input rule (None: ``FUSED_HALO``)."""
         prod, cons, opw, fus = [], [], [], []
         for e in net.edges:
             layer = net.layers[e.consumer]
@@ -396,7 +449,16 @@ class FusionGraph:
                 uses[i].append(("out", -1))      # a network output: always written to DRAM
         return cls(torch.tensor(prod, dtype=torch.long), torch.tensor(cons, dtype=torch.long),
                    torch.tensor(opw, dtype=torch.bool), torch.tensor(fus, dtype=torch.bool),
-                   res_src, res_dst, res_chain, uses)
+                   res_src, res_dst, res_chain, uses, halo=halo or FUSED_HALO)
+
+
+def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
+    width = max([1] + [len(r) for r in rows])
+    out = torch.full((len(rows), width), pad, dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            out[i, :len(r)] = torch.tensor(r)
+    return out
 
 
 def _chain(src: int, dst: int, edge_of: dict[tuple[int, int], int],
@@ -496,6 +558,8 @@ def combine(c: LayerCosts, lb: LayerBatch, hw: GemminiHardware, fg: FusionGraph 
             saved_read = torch.where(fg.operand_w, c.dram_w_reads[..., fg.cons],
                                      c.dram_i_reads[..., fg.cons])
             dram_reads = dram_reads - zeros.index_add(-1, fg.cons, sig * saved_read)
+            # a fused group's first layer re-fetches each tile's input window (halo)
+            dram_reads = dram_reads + fg.halo_weight(sig) * c.dram_i_halo
         # residual reads: the adding layer reads the shortcut unless its chain is fused
         res_keep = torch.cat([sig, one, zero], -1)[..., fg.res_chain_idx].prod(-1)
         if len(fg.res_dst):
@@ -657,12 +721,13 @@ class ScheduleResult:
 
 
 def schedule_network_costs(net: Network, maps: Sequence[LayerMapping],
-                           fused: Sequence[tuple[str, str]], hw: GemminiHardware
-                           ) -> tuple[NetworkCosts, FusionGraph]:
+                           fused: Sequence[tuple[str, str]], hw: GemminiHardware,
+                           halo: str | None = None) -> tuple[NetworkCosts, FusionGraph]:
     """Costs of a discrete schedule (no gradients): ``maps`` one mapping per layer in the
-    network's order, ``fused`` its fused edges as (producer, consumer) names; returns the
-    network's costs and the fusion graph they were computed on."""
-    fg = FusionGraph.from_network(net)
+    network's order, ``fused`` its fused edges as (producer, consumer) names, ``halo`` the
+    fused-input rule (None: ``FUSED_HALO``); returns the network's costs and the fusion graph
+    they were computed on."""
+    fg = FusionGraph.from_network(net, halo)
     index = {(net.layers[int(p)].name, net.layers[int(q)].name): k
              for k, (p, q) in enumerate(zip(fg.prod, fg.cons))}
     sigma = torch.zeros(len(fg.prod), dtype=DTYPE)
@@ -675,8 +740,10 @@ def schedule_network_costs(net: Network, maps: Sequence[LayerMapping],
     return nc, fg
 
 
-def evaluate_schedule(net: Network, sched: Schedule, hw: GemminiHardware) -> ScheduleResult:
-    """Score a discrete schedule with the cost model (no gradients); checks validity."""
+def evaluate_schedule(net: Network, sched: Schedule, hw: GemminiHardware,
+                      halo: str | None = None) -> ScheduleResult:
+    """Score a discrete schedule with the cost model (no gradients); checks validity.
+    ``halo``: the fused-input rule, "refetch" or "slide" (None: ``FUSED_HALO``)."""
     missing = [layer.name for layer in net.layers if layer.name not in sched.mappings]
     if missing:
         raise MappingError(f"schedule has no mapping for layer(s) {', '.join(missing[:5])}"
@@ -688,7 +755,7 @@ def evaluate_schedule(net: Network, sched: Schedule, hw: GemminiHardware) -> Sch
             m.check(layer)
         except MappingError as exc:
             problems.append(str(exc))
-    nc, fg = schedule_network_costs(net, maps, sched.fused, hw)
+    nc, fg = schedule_network_costs(net, maps, sched.fused, hw, halo)
     for i, (layer, m) in enumerate(zip(net.layers, maps)):
         problems += layer_problems(layer.name, m, nc.layer, i, hw)
     problems += fusion_problems(net, sched, nc.layer, hw, fg)
@@ -738,4 +805,4 @@ def level_counts(c: LayerCosts, i: int) -> dict[str, dict[str, dict[str, float]]
 __all__ = ["LayerBatch", "MappingTensors", "LayerCosts", "NetworkCosts", "FusionGraph",
            "layer_costs", "network_costs", "capacity_violations", "evaluate_schedule",
            "ScheduleResult", "LayerResult", "level_counts", "fusion_groups",
-           "alignment_mismatch", "LEVELS"]
+           "alignment_mismatch", "LEVELS", "FUSED_HALO", "FUSED_HALO_RULES"]

@@ -246,9 +246,12 @@ def _lines(addr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def layer_requests(layer: Layer, m: LayerMapping, place: Placement, *, start: float,
                    duration: float, read_inputs: dict[str, bool], write_output: bool,
-                   residual_reads: Sequence[tuple[int, int]] = ()) -> LayerTrace:
+                   residual_reads: Sequence[tuple[int, int]] = (),
+                   refetch_window: bool = False) -> LayerTrace:
     """The DMA requests of one layer (see the module docstring).  ``read_inputs`` says, per
     operand ("I", "W"), whether it is read from DRAM (False: a fused operand);
+    ``refetch_window``: each DRAM step along P/Q fetches the whole input window, halo
+    included (a fused group's first layer, ``FusionGraph.halo == "refetch"``);
     ``residual_reads`` lists (base address, bytes) of shortcut tensors added to the output,
     read alongside the final write-backs."""
     out_addr: list[np.ndarray] = []
@@ -288,7 +291,8 @@ def layer_requests(layer: Layer, m: LayerMapping, place: Placement, *, start: fl
                 # slide: only the innermost active loop advanced and it moves the window
                 adv = int(changed[j])
                 innermost = adv == len(loops) - 1
-                if innermost and loops[adv][1] in (P_, Q_, R_, S_):
+                slide_dims = (R_, S_) if refetch_window else (P_, Q_, R_, S_)
+                if innermost and loops[adv][1] in slide_dims:
                     old = idx[j - 1] * np.array(ext1)
                     (h0, h1), (w0, w1) = _window(layer, old, ext1)
                     (H0, H1), (W0, W1) = _window(layer, begin, ext1)
@@ -357,11 +361,12 @@ def layer_requests(layer: Layer, m: LayerMapping, place: Placement, *, start: fl
 
 
 def schedule_requests(net: Network, sched: Schedule, result: ScheduleResult,
-                      place: Placement) -> Iterator[LayerTrace]:
+                      place: Placement, halo: str | None = None) -> Iterator[LayerTrace]:
     """The requests of every layer of a scored schedule, in execution order (layers one
-    after another, each for its scored cycles), with the cost model's fusion accounting."""
+    after another, each for its scored cycles), with the cost model's fusion accounting
+    (``halo``: the fused-input rule, None for the cost model's default)."""
     from optimizer.costmodel import FusionGraph
-    fg = FusionGraph.from_network(net)
+    fg = FusionGraph.from_network(net, halo)
     fused_edges = {k for k in range(len(fg.prod))
                    if (net.layers[int(fg.prod[k])].name, net.layers[int(fg.cons[k])].name)
                    in set(sched.fused) and bool(fg.fusable[k])}
@@ -383,9 +388,11 @@ def schedule_requests(net: Network, sched: Schedule, result: ScheduleResult,
                 reads["W" if bool(fg.operand_w[k]) else "I"] = False
         kept = [(k in fused_edges) if kind == "edge" else res_kept[k] if kind == "res"
                 else False for kind, k in fg.uses[i]]
+        in_group = any(i in (int(fg.prod[k]), int(fg.cons[k])) for k in fused_edges)
         yield layer_requests(layer, sched.mappings[layer.name], place, start=t,
                              duration=lr.cycles, read_inputs=reads,
-                             write_output=not all(kept), residual_reads=residuals.get(i, ()))
+                             write_output=not all(kept), residual_reads=residuals.get(i, ()),
+                             refetch_window=fg.halo == "refetch" and in_group and reads["I"])
         t += lr.cycles
 
 

@@ -78,6 +78,12 @@ def _score_layer(space: SearchSpace, i: int, cand: np.ndarray, fused: list[int],
                 reads = reads - (c.dram_w_reads if bool(g.operand_w[k]) else c.dram_i_reads)
                 base_reads += float(c_all.dram_w_reads[i] if bool(g.operand_w[k])
                                     else c_all.dram_i_reads[i])
+        # the halo re-fetch of a fused group's first layer depends on the layer's own mapping
+        sig = torch.where(g.fusable, _fused_sigma(space, fused), torch.zeros((), dtype=DTYPE))
+        w_halo = float(g.halo_weight(sig)[i]) if fused else 0.0
+        if w_halo:
+            reads = reads + w_halo * c.dram_i_halo
+            base_reads -= w_halo * float(c_all.dram_i_halo[i])
         reads = reads + base_reads
         sp_extra = float(nc.sp_extra_writes[i])
         writes = writes - sp_extra

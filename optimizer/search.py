@@ -216,7 +216,7 @@ def finish(space: SearchSpace, tracker: Tracker, choices: np.ndarray, fused: Seq
     sched = space.schedule(choices, fused, tracker.method)
     sched.meta.update({"seed": seed, "evaluations": tracker.evaluations,
                        "wall_s": round(tracker.elapsed, 3)})
-    result = evaluate_schedule(space.net, sched, space.hw)
+    result = evaluate_schedule(space.net, sched, space.hw, space.graph.halo)
     return SearchResult(tracker.method, sched, result, tracker.history, tracker.elapsed,
                         tracker.evaluations, seed, choices=choices, fused_idx=list(fused),
                         cpu_s=tracker.cpu_elapsed)

@@ -105,12 +105,16 @@ class SearchSpace:
     graph: FusionGraph
 
     @classmethod
-    def build(cls, net: Network, hw: GemminiHardware) -> "SearchSpace":
+    def build(cls, net: Network, hw: GemminiHardware, halo: str | None = None
+              ) -> "SearchSpace":
+        """The space of ``net`` on ``hw``; ``halo`` the fused-input rule of the cost model
+        (``FusionGraph.halo``; None: ``costmodel.FUSED_HALO``)."""
         layers = []
         for layer in net.layers:
             splits = [dim_splits(layer.kind, d, layer.dims[d], hw) for d in DIMS]
             layers.append(LayerSpace(layer.name, splits))
-        return cls(net, hw, layers, LayerBatch.from_network(net), FusionGraph.from_network(net))
+        return cls(net, hw, layers, LayerBatch.from_network(net),
+                   FusionGraph.from_network(net, halo))
 
     @property
     def fusable_edges(self) -> list[int]:

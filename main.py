@@ -368,6 +368,20 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
                         "result as it is")
     p.add_argument("--batch", type=_positive_int, default=1, metavar="B",
                    help="batch size: every layer's N times B (default 1)")
+    p.add_argument("--fused-halo", choices=("refetch", "slide"), default=None,
+                   help="input traffic of a fused group's first layer: each tile re-fetches "
+                        "its window with its halo, as Stream and Gemmini's tiled convolutions "
+                        "do (refetch, the default), or the window slides across the tiles "
+                        "(slide, Timeloop's rule, which unfused layers always use)")
+
+
+def _fused_halo(args: argparse.Namespace) -> str:
+    """Apply --fused-halo for this process (the cost model's default rule); returns the rule."""
+    from optimizer import costmodel
+
+    if getattr(args, "fused_halo", None):
+        costmodel.FUSED_HALO = args.fused_halo
+    return costmodel.FUSED_HALO
 
 
 def _torch_threads(args: argparse.Namespace) -> None:
@@ -425,11 +439,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from optimizer.workload import load_network
 
     _torch_threads(args)
+    halo = _fused_halo(args)
     net = with_batch(load_network(args.network), args.batch)
     result, space = optimize(net, args.hw, args.method, _budget(args), args.seed,
                              progress=progress, refine=not args.no_refine)
     data = schedule_json(result, space)
     data["batch"] = args.batch
+    data["fused_halo"] = halo
     _write_json(args.out, data)
     print(f"{data['network']} (batch {args.batch}) on {data['hardware']} by {data['method']} "
           f"(seed {args.seed}): {result.evaluations} layer-mapping evaluations, "
@@ -495,13 +511,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
 
     _torch_threads(args)
+    halo = _fused_halo(args)
     methods = args.methods or list(METHODS)
     comp = run_comparison(args.hw, args.networks, methods, _budget(args),
                           args.seeds, on_run=on_run, refine=not args.no_refine,
                           batch=args.batch)
     print(format_table(comp))
     if args.out is not None:
-        _write_json(args.out, comp.to_json())
+        _write_json(args.out, {**comp.to_json(), "fused_halo": halo})
         print(f"table written to {args.out}")
     return 0
 

@@ -283,3 +283,25 @@ def test_unfit_layer_is_a_clear_error() -> None:
     sp = SearchSpace.build(net, dataclasses.replace(hw, sp_capacity=1))
     with pytest.raises(MappingError, match="'big' fits no mapping"):
         repair(sp, sp.random_choices(np.random.default_rng(0)))
+
+
+def test_cli_fused_halo_rule_is_applied_and_recorded(tmp_path: Path, net_file: Path,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from optimizer import costmodel
+    monkeypatch.setattr(costmodel, "FUSED_HALO", costmodel.FUSED_HALO)   # restored after
+    out = tmp_path / "s.json"
+    rc, _, err = run_cli(capsys, "optimize", "--network", net_file, "--hw", "small",
+                         "--method", "random", "--evaluations", "10", "--out", out)
+    assert rc == 0, err
+    assert json.loads(out.read_text())["fused_halo"] == "refetch"          # the default
+    rc, _, err = run_cli(capsys, "optimize", "--network", net_file, "--hw", "small",
+                         "--method", "random", "--evaluations", "10", "--fused-halo",
+                         "slide", "--out", out)
+    assert rc == 0, err
+    assert json.loads(out.read_text())["fused_halo"] == "slide"
+    assert costmodel.FUSED_HALO == "slide"
+    with pytest.raises(SystemExit):
+        cli.main(["optimize", "--network", str(net_file), "--hw", "small", "--fused-halo",
+                  "both", "--out", str(out)])
+    assert "invalid choice: 'both'" in capsys.readouterr().err

@@ -93,7 +93,8 @@ def compat(yaml_path: Path, lst: Path) -> dict[str, float]:
         return {"error": str(exc), "cpu_s": time.process_time() - t0}
     return {"cycles": st.num_cycles, "reads": st.num_reads_accepted,
             "lat": st.average_read_latency, "hits": st.row_hits,
-            "ACT": st.to_dict()["num_act_cmds"], "cpu_s": time.process_time() - t0}
+            "ACT": st.to_dict()["num_act_cmds"], "commands": dict(st.commands),
+            "cpu_s": time.process_time() - t0}
 
 
 def ours(yaml_path: Path, lst: Path) -> dict[str, float]:
@@ -135,7 +136,8 @@ def theirs(config: str, trace: str) -> dict[str, float] | None:
         if len(cells) > 10 and cells[0] == config and cells[1] == trace:
             act = int(cells[10].replace(",", ""))
     return {"cycles": r["memory_cycles"], "reads": r["reads_accepted"],
-            "lat": r["avg_read_latency_cycles"], "hits": r["row_hits"], "ACT": act}
+            "lat": r["avg_read_latency_cycles"], "hits": r["row_hits"], "ACT": act,
+            "commands": r.get("command_counts")}
 
 
 def main() -> None:
@@ -147,8 +149,8 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)
     print("| config | trace | " + " | ".join(f"{s} R2 | {s} ours | diff" for s in STATS)
-          + " | our CPU-s |")
-    print("|---|---|" + "---:|---:|---:|" * len(STATS) + "---:|")
+          + " | all command counts | our CPU-s |")
+    print("|---|---|" + "---:|---:|---:|" * len(STATS) + "---|---:|")
     worst: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         lst = make_traces(args.n, Path(tmp))
@@ -176,7 +178,7 @@ def main() -> None:
                         same = ref.get("error") == got.get("error")
                         print(f"| {config} | {trace} | R2 aborts: {ref.get('error', 'no')} | "
                               f"ours aborts: {got.get('error', 'no')} | "
-                              f"{'same' if same else 'DIFFERENT'} | {got['cpu_s']:.2f} |",
+                              f"{'same' if same else 'DIFFERENT'} | - | {got['cpu_s']:.2f} |",
                               flush=True)
                         continue
                 else:
@@ -191,8 +193,14 @@ def main() -> None:
                     worst[s] = max(worst.get(s, 0.0), abs(diff))
                     fmt = ",.1f" if s == "lat" else ",.0f"
                     cells.append(f"{a:{fmt}} | {b:{fmt}} | {diff:+.1f} %")
-                print(f"| {config} | {trace} | " + " | ".join(cells) + f" | {got['cpu_s']:.2f} |",
-                      flush=True)
+                # every command kind against the recorder run's counts (compat mode only)
+                rc, gc = ref.get("commands"), got.get("commands")
+                cmds = "-" if rc is None or gc is None else (
+                    "identical" if rc == gc else "differ: " + ", ".join(
+                        f"{k} {rc.get(k, 0)}/{gc.get(k, 0)}" for k in sorted(set(rc) | set(gc))
+                        if rc.get(k, 0) != gc.get(k, 0)))
+                print(f"| {config} | {trace} | " + " | ".join(cells)
+                      + f" | {cmds} | {got['cpu_s']:.2f} |", flush=True)
     print("\nlargest |difference| per statistic: "
           + ", ".join(f"{s} {v:.1f} %" for s, v in worst.items()))
 

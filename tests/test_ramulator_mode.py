@@ -54,12 +54,15 @@ def traces_2k(shared_dir: Path, tmp_path_factory) -> dict[str, Path]:
     lst = {}
     for name in ("stream", "mixed"):
         dst = out / f"{name}.lst"
-        with (out / f"{name}.trace").open() as fi, dst.open("w") as fo:
+        full = out / f"{name}.100k.lst"
+        with (out / f"{name}.trace").open() as fi, dst.open("w") as fo, full.open("w") as ff:
             for k, line in enumerate(fi):
-                if k == 2000:
-                    break
                 addr, kind, _ = line.split()
-                fo.write(f"{'ST' if kind == 'WRITE' else 'LD'} {addr}\n")
+                text = f"{'ST' if kind == 'WRITE' else 'LD'} {addr}\n"
+                ff.write(text)
+                if k < 2000:
+                    fo.write(text)
+        lst[name + ".100k"] = full
         lst[name] = dst
     return lst
 
@@ -113,3 +116,21 @@ def test_unsupported_standard_is_a_clear_error(shared_dir, traces_2k, tmp_path) 
                     .replace("HBM3_2Gbps", "HBM2_2Gbps"))
     with pytest.raises(ConfigError, match="reproduces DDR4, DDR5, HBM3, LPDDR5 only"):
         run(hbm2, traces_2k["stream"])
+
+
+@pytest.mark.parametrize("config", ["hbm3_8Gb_2Gbps_8ch", "lpddr5_8Gb_x16_6400_1r_PATCHrowcheck"])
+def test_full_run_statistics_identical(shared_dir, traces_2k, config) -> None:
+    """The whole 100k-request stream run: cycles, summed read latency, row hits / misses /
+    conflicts and ACT (HBM3: over 8 channels, 2 of them used; LPDDR5: ACT-1) as Ramulator's."""
+    ref = json.loads(_ref(shared_dir, f"results/{config}__stream.json").read_text())
+    assert hashlib.md5(traces_2k["stream.100k"].read_bytes()).hexdigest() == ref["lst_md5"]
+    st = run(_ref(shared_dir, f"configs/{config}.yaml"), traces_2k["stream.100k"],
+             lpddr5_rowcheck_fix=_fix(config))
+    assert (st.num_cycles, st.num_reads_accepted, st.read_latency_sum) == (
+        ref["memory_cycles"], ref["reads_accepted"], ref["sum_read_latency_cycles"])
+    assert (st.row_hits, st.row_misses, st.row_conflicts) == (
+        ref["row_hits"], ref["row_misses"], ref["row_conflicts"])
+    counts = ref.get("command_counts", {})
+    act = counts.get("ACT", counts.get("ACT-1"))
+    assert act is not None and st.to_dict()["num_act_cmds"] == act
+    assert st.commands == counts          # every command kind (LPDDR5: CASRD, REFab too)

@@ -28,6 +28,20 @@ What :func:`run` reproduces, mechanism by mechanism (Ramulator 2.0 at commit 5e5
 * **Device timing**: every constraint of :mod:`engine.ramulator.specs` kept per node and
   command as Ramulator's ``m_cmd_ready_clk`` and ``m_cmd_history`` (node.h semantics:
   constraints of the target node; sibling constraints on the other nodes of a level).
+* **HBM3**: the pseudo-channel is the second node level (RD / WR buses, tRRD, tFAW, tCCD_S
+  per pseudo-channel; the only channel-level rule is the 2-cycle ACT that blocks row
+  commands); AllBank loops over a "rank" level HBM3 does not have, so nothing is refreshed.
+* **LPDDR5**: ACT-1 (bank "Pre-Opened", not an opening command: the request stays in its
+  buffer) then ACT-2 (opening: to the active buffer); a bank keeps the set of rows ACT-1 /
+  ACT-2 added (Ramulator's ``m_row_state``) until PRE / PREA / RD16A / WR16A; a RD16 / WR16
+  on an open row first needs CASRD / CASWR when the rank's synced cycle is < clk, the synced
+  cycle being set by CASRD / CASWR / RD16 / WR16 to clk + 4 / 12 / 3 / 11 (Ramulator adds
+  the *indices* of nCL, nBL16, nCWL in its timing list, not their values); REFab changes no
+  bank state. Stock 2.0 looks up row 0 instead of the requested row (``lpddr5_rowcheck_fix``
+  selects the patched build); both of Ramulator's aborts are raised as ``RuntimeError`` with
+  its message: "Failed to send refresh!" (the priority buffer overflows behind a PREA vetoed
+  forever: the stock deadlock) and "[RowHit::Bank] Invalid bank state ..." (a request whose
+  first command is ACT-2).
 * **Row policies**: OpenRowPolicy (nothing). ClosedRowPolicy(cap) is not reproduced yet.
 
 Statistics come out under our names and Ramulator's definitions: ``num_cycles`` (memory clock

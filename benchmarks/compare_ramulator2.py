@@ -48,7 +48,7 @@ from engine.simulator import SimOptions, Simulator  # noqa: E402
 
 REF = ROOT.parent / "shared" / "reference" / "ramulator2-ddr5"
 CONFIGS = ("ddr4_8Gb_x8_3200AA_1r", "ddr4_8Gb_x8_3200AA_2r", "ddr5_16Gb_x8_3200AN_1r",
-           "hbm3_8Gb_2Gbps_8ch", "lpddr5_8Gb_x16_6400_1r_PATCHrowcheck")
+           "hbm3_8Gb_2Gbps_8ch", "lpddr5_8Gb_x16_6400_1r_PATCHrowcheck", "lpddr5_8Gb_x16_6400_1r")
 TRACES = ("stream", "random", "mixed", "strided", "diffusion")
 STATS = ("cycles", "reads", "lat", "hits", "ACT")
 
@@ -83,12 +83,18 @@ def make_traces(n: int, out: Path) -> dict[str, Path]:
 
 
 def compat(yaml_path: Path, lst: Path) -> dict[str, float]:
+    """The compatible mode; LPDDR5 ``*_PATCHrowcheck`` run files as the patched build, the
+    others as stock 2.0. A run Ramulator aborts gives ``{"error": message}``."""
     from engine.ramulator.compat import run
     t0 = time.process_time()
-    st = run(yaml_path, lst)
+    try:
+        st = run(yaml_path, lst, lpddr5_rowcheck_fix="PATCHrowcheck" in yaml_path.stem)
+    except RuntimeError as exc:
+        return {"error": str(exc), "cpu_s": time.process_time() - t0}
     return {"cycles": st.num_cycles, "reads": st.num_reads_accepted,
             "lat": st.average_read_latency, "hits": st.row_hits,
-            "ACT": st.commands.get("ACT", 0), "cpu_s": time.process_time() - t0}
+            "ACT": st.to_dict()["num_act_cmds"], "commands": dict(st.commands),
+            "cpu_s": time.process_time() - t0}
 
 
 def ours(yaml_path: Path, lst: Path) -> dict[str, float]:
@@ -119,7 +125,10 @@ def theirs(config: str, trace: str) -> dict[str, float] | None:
         return None
     r = json.loads(p.read_text())
     if r.get("status") != "ok":
-        return None
+        tail = (r.get("stderr_tail", "") + r.get("stdout_tail", "")).strip().splitlines()
+        why = [ln for ln in tail if "what()" in ln or "[error]" in ln]
+        return {"error": (why[-1] if why else r["status"]).split("what():")[-1]
+                .split("[error]")[-1].strip(), "status": r["status"]}
     act = None
     summary = (REF / "SUMMARY.md").read_text()
     for line in summary.splitlines():
@@ -127,7 +136,8 @@ def theirs(config: str, trace: str) -> dict[str, float] | None:
         if len(cells) > 10 and cells[0] == config and cells[1] == trace:
             act = int(cells[10].replace(",", ""))
     return {"cycles": r["memory_cycles"], "reads": r["reads_accepted"],
-            "lat": r["avg_read_latency_cycles"], "hits": r["row_hits"], "ACT": act}
+            "lat": r["avg_read_latency_cycles"], "hits": r["row_hits"], "ACT": act,
+            "commands": r.get("command_counts")}
 
 
 def main() -> None:
@@ -139,8 +149,8 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)
     print("| config | trace | " + " | ".join(f"{s} R2 | {s} ours | diff" for s in STATS)
-          + " | our CPU-s |")
-    print("|---|---|" + "---:|---:|---:|" * len(STATS) + "---:|")
+          + " | all command counts | our CPU-s |")
+    print("|---|---|" + "---:|---:|---:|" * len(STATS) + "---|---:|")
     worst: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         lst = make_traces(args.n, Path(tmp))
@@ -151,7 +161,11 @@ def main() -> None:
             for trace in args.traces:
                 ref = theirs(config, trace)
                 if ref is None:
-                    print(f"| {config} | {trace} | Ramulator run failed or missing |")
+                    print(f"| {config} | {trace} | Ramulator run missing |")
+                    continue
+                if "error" in ref and args.mode != "compat":
+                    print(f"| {config} | {trace} | Ramulator aborts ({ref['status']}: "
+                          f"{ref['error']}) |")
                     continue
                 src = lst[trace + ".ddr4_2r"] if config.endswith("_2r") else lst[trace]
                 if args.mode == "compat":
@@ -160,6 +174,13 @@ def main() -> None:
                         print(f"| {config} | {trace} | not reproduced by the compatible mode |")
                         continue
                     got = compat(yaml_path, src)
+                    if "error" in ref or "error" in got:
+                        same = ref.get("error") == got.get("error")
+                        print(f"| {config} | {trace} | R2 aborts: {ref.get('error', 'no')} | "
+                              f"ours aborts: {got.get('error', 'no')} | "
+                              f"{'same' if same else 'DIFFERENT'} | - | {got['cpu_s']:.2f} |",
+                              flush=True)
+                        continue
                 else:
                     got = ours(yaml_path, src)
                 cells = []
@@ -172,8 +193,14 @@ def main() -> None:
                     worst[s] = max(worst.get(s, 0.0), abs(diff))
                     fmt = ",.1f" if s == "lat" else ",.0f"
                     cells.append(f"{a:{fmt}} | {b:{fmt}} | {diff:+.1f} %")
-                print(f"| {config} | {trace} | " + " | ".join(cells) + f" | {got['cpu_s']:.2f} |",
-                      flush=True)
+                # every command kind against the recorder run's counts (compat mode only)
+                rc, gc = ref.get("commands"), got.get("commands")
+                cmds = "-" if rc is None or gc is None else (
+                    "identical" if rc == gc else "differ: " + ", ".join(
+                        f"{k} {rc.get(k, 0)}/{gc.get(k, 0)}" for k in sorted(set(rc) | set(gc))
+                        if rc.get(k, 0) != gc.get(k, 0)))
+                print(f"| {config} | {trace} | " + " | ".join(cells)
+                      + f" | {cmds} | {got['cpu_s']:.2f} |", flush=True)
     print("\nlargest |difference| per statistic: "
           + ", ".join(f"{s} {v:.1f} %" for s, v in worst.items()))
 

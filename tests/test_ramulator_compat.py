@@ -156,6 +156,13 @@ def test_cli_ramulator_command(tmp_path: Path) -> None:
                       str(tmp_path / "s.lst"), "--out", str(out)]) == 0
     st = json.loads(out.read_text())
     assert st["num_reads_accepted"] == 300 and st["num_act_cmds"] == 3   # 128 lines a row
-    bad = _yaml(tmp_path, "hbm", impl="HBM3", org="HBM3_8Gb", timing="HBM3_2Gbps")
+    # HBM3 is reproduced (pseudo-channels; AllBank has no rank level: no refresh)
+    hbm3 = _yaml(tmp_path, "hbm3", impl="HBM3", org="HBM3_8Gb", timing="HBM3_2Gbps")
+    out3 = tmp_path / "st3.json"
+    assert main.main(["ramulator", "--config", str(hbm3), "--trace", str(tmp_path / "s.lst"),
+                      "--out", str(out3)]) == 0
+    st3 = json.loads(out3.read_text())
+    assert st3["num_reads_accepted"] == 300 and st3["commands"].get("REFab", 0) == 0
+    bad = _yaml(tmp_path, "hbm", impl="HBM2", org="HBM2_8Gb", timing="HBM2_2Gbps")
     assert main.main(["ramulator", "--config", str(bad), "--trace",
                       str(tmp_path / "s.lst")]) == 2

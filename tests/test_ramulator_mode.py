@@ -1,6 +1,9 @@
 """The Ramulator-2-compatible mode (engine.ramulator.compat) reproduces Ramulator 2.0's command
-traces on its recorded reference runs (DDR4 and DDR5, first 2,000 requests of the shared
-stream and mixed traces): every command, cycle and address identical, and the statistics."""
+traces on its recorded reference runs (DDR4, DDR5, HBM3 with 8 channels, LPDDR5 stock and
+patched; first 2,000 requests of the shared stream and mixed traces): every command, cycle
+and address identical on every channel, and the statistics; where Ramulator aborts (LPDDR5
+mixed: stock deadlocks, the patched build exits on a Pre-Opened bank) the mode aborts with
+the same message."""
 from __future__ import annotations
 
 import gzip
@@ -15,7 +18,16 @@ import pytest
 from engine.ramulator.compat import run
 
 RUNS = [("ddr4_8Gb_x8_3200AA_1r", "stream"), ("ddr4_8Gb_x8_3200AA_1r", "mixed"),
-        ("ddr5_16Gb_x8_3200AN_1r", "stream"), ("ddr5_16Gb_x8_3200AN_1r", "mixed")]
+        ("ddr5_16Gb_x8_3200AN_1r", "stream"), ("ddr5_16Gb_x8_3200AN_1r", "mixed"),
+        ("hbm3_8Gb_2Gbps_8ch", "stream"), ("hbm3_8Gb_2Gbps_8ch", "mixed"),
+        # stock LPDDR5 finishes the 2k stream: its row-0 lookup serves 943 row conflicts
+        # without ACT (NOTES.md, bug 1); the patched build checks the requested row
+        ("lpddr5_8Gb_x16_6400_1r", "stream"), ("lpddr5_8Gb_x16_6400_1r_PATCHrowcheck", "stream")]
+CHANNELS = {"hbm3_8Gb_2Gbps_8ch": 8}
+
+
+def _fix(config: str) -> bool:
+    return "PATCHrowcheck" in config
 
 
 def _ref(shared_dir: Path, rel: str) -> Path:
@@ -42,12 +54,15 @@ def traces_2k(shared_dir: Path, tmp_path_factory) -> dict[str, Path]:
     lst = {}
     for name in ("stream", "mixed"):
         dst = out / f"{name}.lst"
-        with (out / f"{name}.trace").open() as fi, dst.open("w") as fo:
+        full = out / f"{name}.100k.lst"
+        with (out / f"{name}.trace").open() as fi, dst.open("w") as fo, full.open("w") as ff:
             for k, line in enumerate(fi):
-                if k == 2000:
-                    break
                 addr, kind, _ = line.split()
-                fo.write(f"{'ST' if kind == 'WRITE' else 'LD'} {addr}\n")
+                text = f"{'ST' if kind == 'WRITE' else 'LD'} {addr}\n"
+                ff.write(text)
+                if k < 2000:
+                    fo.write(text)
+        lst[name + ".100k"] = full
         lst[name] = dst
     return lst
 
@@ -56,16 +71,21 @@ def traces_2k(shared_dir: Path, tmp_path_factory) -> dict[str, Path]:
 def test_command_trace_identical_to_ramulator2(shared_dir, traces_2k, tmp_path, config,
                                                trace) -> None:
     yaml_path = _ref(shared_dir, f"configs/{config}.yaml")
-    ref_cmds = _lines(_ref(shared_dir, f"cmdtrace/{config}__{trace}_2k.cmd.ch0"))
     ref = json.loads(_ref(shared_dir, f"cmdtrace/{config}__{trace}_2k.json").read_text())
     assert hashlib.md5(traces_2k[trace].read_bytes()).hexdigest() == ref["lst_md5"]  # same input
     out = tmp_path / "ours.cmd"
-    st = run(yaml_path, traces_2k[trace], cmd_trace=out)
-    ours = _lines(Path(f"{out}.ch0"))
-    first = next((i for i, (a, b) in enumerate(zip(ref_cmds, ours)) if a != b), None)
-    assert first is None and len(ours) == len(ref_cmds), (
-        f"first difference at command {first}: Ramulator {ref_cmds[first] if first is not None else '-'}"
-        f" ours {ours[first] if first is not None else '-'}")
+    st = run(yaml_path, traces_2k[trace], cmd_trace=out, lpddr5_rowcheck_fix=_fix(config))
+    total = 0
+    for ch in range(CHANNELS.get(config, 1)):
+        ref_cmds = _lines(_ref(shared_dir, f"cmdtrace/{config}__{trace}_2k.cmd.ch{ch}"))
+        ours = _lines(Path(f"{out}.ch{ch}"))
+        first = next((i for i, (a, b) in enumerate(zip(ref_cmds, ours)) if a != b), None)
+        assert first is None and len(ours) == len(ref_cmds), (
+            f"channel {ch}: first difference at command {first}: Ramulator "
+            f"{ref_cmds[first] if first is not None else '-'} ours "
+            f"{ours[first] if first is not None else '-'} ({len(ref_cmds)} vs {len(ours)})")
+        total += len(ours)
+    assert total > 1000                      # the traces compared are not empty
     assert st.num_cycles == ref["memory_cycles"]
     assert st.read_latency_sum == ref["sum_read_latency_cycles"]
     assert (st.row_hits, st.row_misses, st.row_conflicts) == (
@@ -73,7 +93,44 @@ def test_command_trace_identical_to_ramulator2(shared_dir, traces_2k, tmp_path, 
     assert st.num_reads_accepted == ref["reads_accepted"]
 
 
-def test_unsupported_standard_is_a_clear_error(shared_dir, traces_2k) -> None:
+@pytest.mark.parametrize("config,message", [
+    # stock: a bank that opened a row other than 0 asks for PRE, vetoed by its own request
+    # in the active buffer: the channel deadlocks until the priority buffer overflows
+    ("lpddr5_8Gb_x16_6400_1r", "Failed to send refresh!"),
+    # patched: a request whose first command is ACT-2 finds the bank Pre-Opened
+    ("lpddr5_8Gb_x16_6400_1r_PATCHrowcheck", r"\[RowHit::Bank\] Invalid bank state"),
+])
+def test_lpddr5_mixed_aborts_as_ramulator_does(shared_dir, traces_2k, config, message) -> None:
+    ref = json.loads(_ref(shared_dir, f"cmdtrace/{config}__mixed_2k.json").read_text())
+    assert ref["status"] != "ok"             # Ramulator 2.0 aborts on this run
+    with pytest.raises(RuntimeError, match=message):
+        run(_ref(shared_dir, f"configs/{config}.yaml"), traces_2k["mixed"],
+            lpddr5_rowcheck_fix=_fix(config))
+
+
+def test_unsupported_standard_is_a_clear_error(shared_dir, traces_2k, tmp_path) -> None:
     from engine.config import ConfigError
-    with pytest.raises(ConfigError, match="reproduces DDR4, DDR5 only"):
-        run(_ref(shared_dir, "configs/hbm3_8Gb_2Gbps_8ch.yaml"), traces_2k["stream"])
+    text = _ref(shared_dir, "configs/hbm3_8Gb_2Gbps_8ch.yaml").read_text()
+    hbm2 = tmp_path / "hbm2.yaml"
+    hbm2.write_text(text.replace("impl: HBM3", "impl: HBM2").replace("HBM3_8Gb", "HBM2_8Gb")
+                    .replace("HBM3_2Gbps", "HBM2_2Gbps"))
+    with pytest.raises(ConfigError, match="reproduces DDR4, DDR5, HBM3, LPDDR5 only"):
+        run(hbm2, traces_2k["stream"])
+
+
+@pytest.mark.parametrize("config", ["hbm3_8Gb_2Gbps_8ch", "lpddr5_8Gb_x16_6400_1r_PATCHrowcheck"])
+def test_full_run_statistics_identical(shared_dir, traces_2k, config) -> None:
+    """The whole 100k-request stream run: cycles, summed read latency, row hits / misses /
+    conflicts and ACT (HBM3: over 8 channels, 2 of them used; LPDDR5: ACT-1) as Ramulator's."""
+    ref = json.loads(_ref(shared_dir, f"results/{config}__stream.json").read_text())
+    assert hashlib.md5(traces_2k["stream.100k"].read_bytes()).hexdigest() == ref["lst_md5"]
+    st = run(_ref(shared_dir, f"configs/{config}.yaml"), traces_2k["stream.100k"],
+             lpddr5_rowcheck_fix=_fix(config))
+    assert (st.num_cycles, st.num_reads_accepted, st.read_latency_sum) == (
+        ref["memory_cycles"], ref["reads_accepted"], ref["sum_read_latency_cycles"])
+    assert (st.row_hits, st.row_misses, st.row_conflicts) == (
+        ref["row_hits"], ref["row_misses"], ref["row_conflicts"])
+    counts = ref.get("command_counts", {})
+    act = counts.get("ACT", counts.get("ACT-1"))
+    assert act is not None and st.to_dict()["num_act_cmds"] == act
+    assert st.commands == counts          # every command kind (LPDDR5: CASRD, REFab too)

@@ -28,6 +28,20 @@ What :func:`run` reproduces, mechanism by mechanism (Ramulator 2.0 at commit 5e5
 * **Device timing**: every constraint of :mod:`engine.ramulator.specs` kept per node and
   command as Ramulator's ``m_cmd_ready_clk`` and ``m_cmd_history`` (node.h semantics:
   constraints of the target node; sibling constraints on the other nodes of a level).
+* **HBM3**: the pseudo-channel is the second node level (RD / WR buses, tRRD, tFAW, tCCD_S
+  per pseudo-channel; the only channel-level rule is the 2-cycle ACT that blocks row
+  commands); AllBank loops over a "rank" level HBM3 does not have, so nothing is refreshed.
+* **LPDDR5**: ACT-1 (bank "Pre-Opened", not an opening command: the request stays in its
+  buffer) then ACT-2 (opening: to the active buffer); a bank keeps the set of rows ACT-1 /
+  ACT-2 added (Ramulator's ``m_row_state``) until PRE / PREA / RD16A / WR16A; a RD16 / WR16
+  on an open row first needs CASRD / CASWR when the rank's synced cycle is < clk, the synced
+  cycle being set by CASRD / CASWR / RD16 / WR16 to clk + 4 / 12 / 3 / 11 (Ramulator adds
+  the *indices* of nCL, nBL16, nCWL in its timing list, not their values); REFab changes no
+  bank state. Stock 2.0 looks up row 0 instead of the requested row (``lpddr5_rowcheck_fix``
+  selects the patched build); both of Ramulator's aborts are raised as ``RuntimeError`` with
+  its message: "Failed to send refresh!" (the priority buffer overflows behind a PREA vetoed
+  forever: the stock deadlock) and "[RowHit::Bank] Invalid bank state ..." (a request whose
+  first command is ACT-2).
 * **Row policies**: OpenRowPolicy (nothing). ClosedRowPolicy(cap) is not reproduced yet.
 
 Statistics come out under our names and Ramulator's definitions: ``num_cycles`` (memory clock
@@ -53,7 +67,7 @@ from .config import RamulatorConfig, load_yaml
 from .specs import BANK, BANKGROUP, CHANNEL, RANK, SPECS, DeviceSpec
 from .trace import read_loadstore
 
-CLOSED, OPENED, REFRESHING = 0, 1, 2
+CLOSED, OPENED, REFRESHING, PREOPENED = 0, 1, 2, 3
 READ, WRITE, REFRESH = 0, 1, 2
 BUF_MAX = 32                      # ReqBuffer.max_size (enqueue while size <= 32)
 PRIORITY_MAX = 512 * 3 + 32
@@ -95,14 +109,17 @@ class CompatStats:
                 "average_read_latency": self.average_read_latency,
                 "read_latency_sum": self.read_latency_sum, "num_row_hits": self.row_hits,
                 "num_row_misses": self.row_misses, "num_row_conflicts": self.row_conflicts,
-                "num_act_cmds": self.commands.get("ACT", 0), "commands": dict(self.commands)}
+                "num_act_cmds": self.commands.get("ACT", 0) + self.commands.get("ACT-1", 0),
+                "commands": dict(self.commands)}
 
 
 class _Device:
     """Node timing (ready cycle and history per node and command) and bank states."""
 
-    def __init__(self, spec: DeviceSpec, t: dict[str, int], counts: tuple[int, ...]) -> None:
+    def __init__(self, spec: DeviceSpec, t: dict[str, int], counts: tuple[int, ...],
+                 row0_bug: bool = False) -> None:
         self.spec = spec
+        self.row0_bug = row0_bug
         self.cmd = {c: i for i, c in enumerate(spec.commands)}
         n = len(spec.commands)
         ch, ra, bg, ba = counts[:4]
@@ -134,8 +151,17 @@ class _Device:
         self.clk = 0
         self.memo: dict[tuple[int, int], int] = {}
         self.future: list[tuple[int, int, tuple[int, ...]]] = []   # (clk, cmd, av)
-        self.rd, self.wr = self.cmd["RD"], self.cmd["WR"]
-        self.act, self.pre = self.cmd["ACT"], self.cmd["PRE"]
+        self.rd, self.wr = self.cmd[spec.rd], self.cmd[spec.wr]
+        self.act = self.cmd["ACT"] if "ACT" in self.cmd else self.cmd["ACT-1"]
+        self.pre = self.cmd["PRE"]
+        # LPDDR5: two-step activation, the rows a bank's m_row_state holds (ACT-1 and ACT-2 add
+        # their row, PRE clears), WCK2CK sync per rank
+        self.act2 = self.cmd[spec.act2] if spec.act2 else -1
+        self.rows: list[set[int]] | None = [set() for _ in range(nb)] if spec.act2 else None
+        self.sync_after = {self.cmd[k]: v for k, v in spec.cas_sync.items()}
+        self.cas = {self.cmd[k]: self.cmd[v] for k, v in spec.cas_cmd.items()}
+        self.synced = [-1] * self.sizes[RANK]
+        self.refab_state = "REFab_end" in self.cmd    # LPDDR5 / HBM3: REFab changes no state
         self.future_rule = {self.cmd[k]: (self.cmd[v[0]], int(v[1](t)))
                             for k, v in spec.future.items()}
 
@@ -241,16 +267,29 @@ class _Device:
 
     def _states(self, cmd: int, av: tuple[int, ...]) -> None:
         name = self.spec.commands[cmd]
-        if name == "ACT":
+        rows = self.rows
+        if cmd in self.sync_after:
+            self.synced[av[0] * self.counts[1] + av[1]] = self.clk + self.sync_after[cmd]
+        if name in ("ACT", "ACT-2"):
             b = self._banks(av, BANK)[0]
             self.state[b], self.row[b] = OPENED, av[4]
-        elif name in ("PRE", "RDA", "WRA"):
+            if rows is not None:
+                rows[b].add(av[4])
+        elif name == "ACT-1":
+            b = self._banks(av, BANK)[0]
+            self.state[b], self.row[b] = PREOPENED, av[4]
+            rows[b].add(av[4])
+        elif name in ("PRE", "RDA", "WRA", "RD16A", "WR16A"):
             b = self._banks(av, BANK)[0]
             self.state[b], self.row[b] = CLOSED, -1
+            if rows is not None:
+                rows[b].clear()
         elif name == "PREA":
             for b in self._banks(av, RANK):
                 self.state[b], self.row[b] = CLOSED, -1
-        elif name == "REFab":
+                if rows is not None:
+                    rows[b].clear()
+        elif name == "REFab" and self.refab_state:
             for b in self._banks(av, RANK):
                 self.state[b] = REFRESHING
         elif name == "REFab_end":
@@ -262,6 +301,19 @@ class _Device:
         if final == self.rd or final == self.wr:
             b = nodes[3] if len(nodes) == 4 else self._banks(av, BANK)[0]
             s = self.state[b]
+            if self.rows is not None:          # LPDDR5's RD16 / WR16 prerequisite
+                if s == CLOSED:
+                    return self.act
+                if s == PREOPENED:
+                    return self.act2
+                if s != OPENED:
+                    raise RuntimeError("[Preq::Bank] Invalid bank state for an RD/WR command!")
+                # stock 2.0 looks up row 0 instead of the requested row (NOTES.md, bug 1)
+                if (0 if self.row0_bug else av[4]) not in self.rows[b]:
+                    return self.pre
+                if self.synced[av[0] * self.counts[1] + av[1]] < self.clk:
+                    return self.cas[final]
+                return final
             if s == OPENED:
                 return final if self.row[b] == av[4] else self.pre
             return self.act
@@ -280,6 +332,14 @@ class _Device:
                 return final if self.row[b] == av[4] else self.cmd["PRE"]
             return self.cmd["ACT"]
         return final
+
+    def next_sync(self) -> int:
+        """The first cycle at which a rank's WCK2CK sync runs out (preq changes), or NEVER."""
+        t = NEVER
+        for s in self.synced:
+            if s >= self.clk and s + 1 < t:
+                t = s + 1
+        return t
 
     def bank_of(self, av: tuple[int, ...]) -> int:
         return self._banks(av, BANK)[0]
@@ -309,10 +369,11 @@ class _Controller:
         self.writes: list[_Req] = []
         self.write_mode = False
         self.read_latency = int(dev.spec.read_latency(ram.timings))
-        self.nrefi = ram.timings.get("nREFI", NEVER)
+        # AllBank refreshes every rank; without a rank level (HBM3) it refreshes nothing
+        self.nrefi = ram.timings.get("nREFI", NEVER) if dev.spec.has_rank else NEVER
         self.next_refresh = self.nrefi
         self.ranks = ram.counts[1]
-        self.final = {READ: dev.cmd["RD"], WRITE: dev.cmd["WR"], REFRESH: dev.cmd["REFab"]}
+        self.final = {READ: dev.rd, WRITE: dev.wr, REFRESH: dev.cmd["REFab"]}
         self.vetoed = False
 
     def send(self, req: _Req) -> bool:
@@ -419,7 +480,11 @@ class _Controller:
         dev = self.dev
         if not req.stat and req.kind != REFRESH:
             b = req.nodes[3]
-            if dev.state[b] == OPENED and dev.row[b] == req.av[4]:
+            if dev.state[b] == PREOPENED:
+                # RowHit::Bank::RDWR knows Closed / Opened / Refreshing only (NOTES.md, bug 2)
+                raise RuntimeError("[RowHit::Bank] Invalid bank state for an RD/WR command!")
+            if dev.state[b] == OPENED and (req.av[4] in dev.rows[b] if dev.rows is not None
+                                           else dev.row[b] == req.av[4]):
                 self.stats.row_hits += 1
             elif dev.state[b] == OPENED:
                 self.stats.row_conflicts += 1
@@ -443,8 +508,6 @@ class _Controller:
 
     def next_event(self) -> int:
         """Earliest controller cycle > clk at which a tick can change anything (exact)."""
-        if self.vetoed:
-            return self.clk + 1
         dev = self.dev
         t = self.next_refresh
         cands = list(self.active)
@@ -454,13 +517,19 @@ class _Controller:
             cands += self.writes if self.write_mode else self.reads
             # the write mode may switch at the next tick (sizes changed by this tick)
             cands += self.reads if self.write_mode else self.writes
+        # a vetoed pick repeats until something it depends on changes: a candidate becomes
+        # ready (those ready already stay ready), a refresh, a state change, a sync expiry
+        # (front-end acceptance is checked by the caller); candidates ready now count only
+        # when nothing was vetoed
+        floor = self.clk if self.vetoed else -1
         for r in cands:
             c = dev.preq(r.final, r.av, r.nodes)
             e = dev.earliest(c, r.av, r.nodes)
-            if e < t:
+            if floor < e < t:
                 t = e
         for when, _c, _a in dev.future:
             t = min(t, when)
+        t = min(t, dev.next_sync())
         return max(t, self.clk + 1)
 
 
@@ -486,8 +555,16 @@ def _mapper(ram: RamulatorConfig):
 
 
 def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLike[str], *,
-        cmd_trace: str | os.PathLike[str] | None = None) -> CompatStats:
-    """Run a Ramulator 2 YAML run file on a LoadStoreTrace the way Ramulator 2.0 does."""
+        cmd_trace: str | os.PathLike[str] | None = None,
+        lpddr5_rowcheck_fix: bool = False) -> CompatStats:
+    """Run a Ramulator 2 YAML run file on a LoadStoreTrace the way Ramulator 2.0 does.
+
+    LPDDR5: by default as stock 2.0 (its RD16 / WR16 prerequisite looks up row 0, so a bank
+    that opened another row deadlocks the channel: ``RuntimeError("Failed to send
+    refresh!")`` once the priority buffer overflows); ``lpddr5_rowcheck_fix=True`` runs it as
+    the build patched with ``lp5fix/lpddr5_rowcheck.patch`` (the requested row). Both raise
+    ``RuntimeError`` where Ramulator exits with "Invalid bank state" (a request whose first
+    command is ACT-2)."""
     ram = config if isinstance(config, RamulatorConfig) else load_yaml(config)
     spec = SPECS.get(ram.standard)
     if spec is None:
@@ -505,7 +582,8 @@ def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLi
     tr = read_loadstore(trace)
     apply = _mapper(ram)
     stats = CompatStats()
-    dev = _Device(spec, ram.timings, ram.counts)
+    dev = _Device(spec, ram.timings, ram.counts,
+                  row0_bug=ram.standard == "LPDDR5" and not lpddr5_rowcheck_fix)
     logs: list[TextIO | None] = [None] * ram.counts[0]
     if cmd_trace is not None:
         base = Path(cmd_trace)
@@ -547,7 +625,18 @@ def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLi
                     kind = WRITE if tr.is_write[pos] else READ
                     if ctrls[apply(addr)[0]].can_accept(kind, addr):
                         nxt = min(nxt, clk + 1 + (-(i + 1)) % M)
+                    blocked = not ctrls[apply(addr)[0]].can_accept(kind, addr)
                     while clk + 1 < nxt:
+                        if blocked and not any(c.pending for c in ctrls):
+                            # nothing to serve and the offer is refused until a command
+                            # issues: jump (a deadlocked LPDDR5 channel waits here)
+                            d = nxt - 1 - clk
+                            i += d
+                            dev.clk += d
+                            clk += d
+                            for ctl in ctrls:
+                                ctl.clk += d
+                            break
                         # iteration i+1 at memory clock clk+1: a tick with no command
                         i += 1
                         if (i % mult) % M == 0 and ctrls[apply(addr)[0]].can_accept(kind, addr):

@@ -223,6 +223,8 @@ def load_yaml(path: str | os.PathLike[str]) -> RamulatorConfig:
     if cfg.ranks != ranks:
         raise ConfigError(f"MemorySystem.DRAM.org.rank = {ranks}: our sizing gives "
                           f"{cfg.ranks} ranks", path=file, key="MemorySystem.DRAM.org.rank")
+    # the second node level: rank, or the pseudo-channel for HBM2 / HBM3
+    level1 = int(o.get("pseudochannel", org.pseudochannels)) if impl in ("HBM2", "HBM3") else ranks
     exact = impl in ("DDR4", "DDR5")
     if math.log2(prefetch * width // 8) != cfg.shift_bits:
         exact = False
@@ -231,7 +233,7 @@ def load_yaml(path: str | os.PathLike[str]) -> RamulatorConfig:
     return RamulatorConfig(memory=cfg, path=file, offer_interval=mem_ratio // fe_ratio,
                            mapper=mapper, row_policy=rowpol, row_policy_cap=cap,
                            scheduler=sched, exact=exact, differences=diffs, standard=impl,
-                           timings=t, counts=(channels, ranks, bgs, counts["bank"],
+                           timings=t, counts=(channels, level1, bgs, counts["bank"],
                                               counts["row"], counts["column"]),
                            prefetch=prefetch, channel_width=width, frontend_ratio=fe_ratio,
                            memory_ratio=mem_ratio)

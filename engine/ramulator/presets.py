@@ -106,7 +106,8 @@ TIMING_PRESETS: dict[str, dict[str, int]] = {
                        nWTRL=4, nFAW=15, nREFI=3900, nCS=1),
     "HBM3_2Gbps": dict(rate=2000, nBL=4, nCL=7, nRCDRD=7, nRCDWR=7, nRP=7, nRAS=17, nRC=19,
                        nWR=8, nRTP=3, nCWL=2, nCCDS=1, nCCDL=2, nRRDS=2, nRRDL=3, nWTRS=3,
-                       nWTRL=4, nFAW=15, nREFI=3900, nCS=1),
+                       nWTRL=4, nFAW=15, nREFI=3900, nCS=1, nRTPS=2, nRTPL=3, nRTW=3,
+                       nRFCSB=160, nRREFD=8),
 }
 
 #: Prefetch (burst) and channel width per standard (Ramulator's m_internal_prefetch_size and
@@ -157,6 +158,9 @@ def derived_timings(standard: str, org: OrgPreset, t: dict[str, int], tck_ps: in
         out["nRFC"] = jedec_rounding(ab, tck_ps)
         out["nRFCsb"] = jedec_rounding(pb, tck_ps)
         out["nREFI"] = jedec_rounding(3906, tck_ps)
+        d = _DENSITIES.index(org.density_mb) if org.density_mb in _DENSITIES else 2
+        out["nPBR2PBR"] = jedec_rounding((60, 90, 90, 90)[d], tck_ps)
+        out["nPBR2ACT"] = jedec_rounding(8, tck_ps)
     elif standard in ("HBM2", "HBM3"):
         d = _DENSITIES.index(org.density_mb)
         out["nRFC"] = jedec_rounding((160, 260, 350, 450)[d], tck_ps)

@@ -165,7 +165,8 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
 
     from engine.ramulator.compat import run
 
-    st = run(args.config, args.trace, cmd_trace=args.cmd_trace).to_dict()
+    st = run(args.config, args.trace, cmd_trace=args.cmd_trace,
+             lpddr5_rowcheck_fix=args.lpddr5_rowcheck_fix).to_dict()
     text = json.dumps(st, indent=1)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
@@ -674,16 +675,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check_commands)
 
     p = sub.add_parser("ramulator", help="run a Ramulator 2 run file as Ramulator 2.0 does "
-                       "(Ramulator-compatible mode, DDR4/DDR5)",
+                       "(Ramulator-compatible mode, DDR4/DDR5/HBM3/LPDDR5)",
                        description="Run a Ramulator 2 YAML run file on a LoadStoreTrace "
                                    "(LD|ST 0xADDR) with Ramulator 2.0's front end, Generic "
                                    "controller, FRFCFS and AllBank refresh reproduced; prints "
                                    "its statistics (num_cycles, average_read_latency, row hits, "
-                                   "command counts) as JSON.")
+                                   "command counts) as JSON. DDR4, DDR5, HBM3 and LPDDR5; where "
+                                   "Ramulator 2.0 aborts (stock LPDDR5's row-0 lookup "
+                                   "deadlocks), this mode stops with the same message.")
     p.add_argument("--config", required=True, help="Ramulator 2 .yaml run file")
     p.add_argument("--trace", required=True, help="LoadStoreTrace file")
     p.add_argument("--cmd-trace", metavar="PATH", help="write Ramulator's TraceRecorder "
                    "format to PATH.chN")
+    p.add_argument("--lpddr5-rowcheck-fix", action="store_true",
+                   help="LPDDR5: run as Ramulator 2.0 with its row-hit check patched to look "
+                        "up the requested row (../shared/reference/ramulator2-ddr5/lp5fix), "
+                        "not stock 2.0's row 0")
     p.add_argument("--out", metavar="FILE.json", help="write the statistics here")
     p.set_defaults(func=cmd_ramulator)
 

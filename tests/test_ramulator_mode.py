@@ -134,3 +134,20 @@ def test_full_run_statistics_identical(shared_dir, traces_2k, config) -> None:
     act = counts.get("ACT", counts.get("ACT-1"))
     assert act is not None and st.to_dict()["num_act_cmds"] == act
     assert st.commands == counts          # every command kind (LPDDR5: CASRD, REFab too)
+
+
+def test_cli_lpddr5_stock_abort_is_a_clear_error_and_the_patched_build_runs(
+        shared_dir, traces_2k, tmp_path, capsys) -> None:
+    import main
+    yaml_path = _ref(shared_dir, "configs/lpddr5_8Gb_x16_6400_1r.yaml")
+    args = ["ramulator", "--config", str(yaml_path), "--trace"]
+    # stock 2.0 deadlocks on the mixed trace (see above): a clear error, as Ramulator stops
+    assert main.main(args + [str(traces_2k["mixed"])]) == 2
+    err = capsys.readouterr().err
+    assert "Failed to send refresh!" in err and "Ramulator 2.0 stops" in err
+    assert "Traceback" not in err
+    out = tmp_path / "st.json"
+    assert main.main(args + [str(traces_2k["stream"]), "--lpddr5-rowcheck-fix", "--out",
+                             str(out)]) == 0
+    st = json.loads(out.read_text())
+    assert st["num_reads_accepted"] > 0 and st["commands"].get("CASRD", 0) > 0

@@ -61,7 +61,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, SimulationError
 
 from .config import RamulatorConfig, load_yaml
 from .specs import BANK, BANKGROUP, CHANNEL, RANK, SPECS, DeviceSpec
@@ -73,6 +73,15 @@ BUF_MAX = 32                      # ReqBuffer.max_size (enqueue while size <= 32
 PRIORITY_MAX = 512 * 3 + 32
 WR_HIGH, WR_LOW = 0.8, 0.2
 NEVER = 1 << 62
+
+
+class RamulatorAbort(SimulationError, RuntimeError):
+    """The run reached a state where Ramulator 2.0 itself stops with this message (the
+    compatible mode reproduces the abort rather than guessing what Ramulator meant)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{message} (Ramulator 2.0 stops on this run with the same message; "
+                         f"see engine/ramulator/compat.py)")
 
 
 @dataclass
@@ -307,7 +316,7 @@ class _Device:
                 if s == PREOPENED:
                     return self.act2
                 if s != OPENED:
-                    raise RuntimeError("[Preq::Bank] Invalid bank state for an RD/WR command!")
+                    raise RamulatorAbort("[Preq::Bank] Invalid bank state for an RD/WR command!")
                 # stock 2.0 looks up row 0 instead of the requested row (NOTES.md, bug 1)
                 if (0 if self.row0_bug else av[4]) not in self.rows[b]:
                     return self.pre
@@ -470,7 +479,7 @@ class _Controller:
             for r in range(self.ranks):
                 av = (self.ch, r, -1, -1, -1, -1)
                 if len(self.priority) > PRIORITY_MAX:
-                    raise RuntimeError("Failed to send refresh!")
+                    raise RamulatorAbort("Failed to send refresh!")
                 self.priority.append(_Req(-1, av, REFRESH, self.final[REFRESH],
                                           nodes=self.dev.nodes(av)))
             changed = True
@@ -482,7 +491,7 @@ class _Controller:
             b = req.nodes[3]
             if dev.state[b] == PREOPENED:
                 # RowHit::Bank::RDWR knows Closed / Opened / Refreshing only (NOTES.md, bug 2)
-                raise RuntimeError("[RowHit::Bank] Invalid bank state for an RD/WR command!")
+                raise RamulatorAbort("[RowHit::Bank] Invalid bank state for an RD/WR command!")
             if dev.state[b] == OPENED and (req.av[4] in dev.rows[b] if dev.rows is not None
                                            else dev.row[b] == req.av[4]):
                 self.stats.row_hits += 1

@@ -35,9 +35,12 @@ SMALL_DDPM = {"ch": 32, "ch_mult": (1, 2, 2, 2), "num_res_blocks": 1,
               "attn_resolutions": (16,)}
 
 
-def _recipes(seed: int, sample: float | None, ddpm_res: int, bounded: bool
-             ) -> tuple[list, list]:
+def _recipes(seed: int, sample: float | None, ddpm_res: int, bounded: bool,
+             optimizer: str = "foreach") -> tuple[list, list]:
+    from functools import partial
+
     from engine.studies.suite import TraceRecipe
+    TraceRecipe = partial(TraceRecipe, optimizer=optimizer)  # noqa: N806
     if bounded:       # the first run's traces: small DDPM full, ResNet-50 32x32 at 10 %
         main = [TraceRecipe("ddpm", "ddpm", 8, 32, overrides=SMALL_DDPM, kind="diffusion",
                             seed=seed, placement_seed=seed),
@@ -113,6 +116,8 @@ def main() -> int:
     ap.add_argument("--ddpm-resolution", type=int, default=64)
     ap.add_argument("--bounded", action="store_true",
                     help="the earlier traces: small DDPM 32x32 full, ResNet-50 32x32 10 %%")
+    ap.add_argument("--optimizer", default="foreach", choices=("foreach", "fused", "single"),
+                    help="AdamW kernels of every trace (TraceSpec.optimizer)")
     ap.add_argument("--only", nargs="*")
     args = ap.parse_args()
     from engine.studies.suite import make_traces, print_result, run_suite
@@ -120,7 +125,8 @@ def main() -> int:
     for seed in args.seeds:
         out = args.out / f"seed{seed}"
         c0 = resource.getrusage(resource.RUSAGE_SELF).ru_utime
-        main_r, batch_r = _recipes(seed, args.sample, args.ddpm_resolution, args.bounded)
+        main_r, batch_r = _recipes(seed, args.sample, args.ddpm_resolution, args.bounded,
+                                   args.optimizer)
         main_t = make_traces(out / "traces", main_r, print)
         batch_t = make_traces(out / "traces", batch_r, print)
         run_suite(_runs(main_t, batch_t), out, workers=args.workers, only=args.only,
@@ -132,6 +138,7 @@ def main() -> int:
     table = over_seeds(per_seed)
     (args.out / "claims_over_seeds.json").write_text(json.dumps(
         {"seeds": args.seeds, "sample": args.sample, "bounded": args.bounded,
+         "optimizer": args.optimizer,
          "ddpm_resolution": args.ddpm_resolution, "findings": table}, indent=1, default=str))
     print(f"\n== over seeds {args.seeds}")
     for e in table:

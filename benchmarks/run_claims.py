@@ -1,7 +1,8 @@
 """The seed document's four claims re-measured on GPU-like traces, over several seeds.
 
     python benchmarks/run_claims.py [--out /tmp/diffmem-claims] [--seeds 0 1 2]
-                                    [--sample 0.01] [--workers 1] [--only timing ...]
+                                    [--sample 0.01] [--optimizer foreach|fused|single]
+                                    [--workers 1] [--only timing ...]
     python benchmarks/run_claims.py --bounded      # the earlier single-trace run (small steps)
 
 Traces (``engine.workloads`` defaults: thread-block order, 2 MiB random frames, sectored L2,

@@ -39,7 +39,9 @@ class TraceRecipe:
     address_hash: str = "gpu"
     overrides: Mapping[str, Any] = field(default_factory=dict)
     kind: str = ""
-    seed: int = 0
+    seed: int = 0                # sampling seed (which windows are kept)
+    placement_seed: int = 0      # seed of the 2 MiB frame permutation
+    optimizer: str = "foreach"   # AdamW kernels (TraceSpec.optimizer)
 
 
 def make_traces(folder: Path, recipes: Sequence[TraceRecipe],
@@ -55,6 +57,8 @@ def make_traces(folder: Path, recipes: Sequence[TraceRecipe],
             s = generate_trace(TraceSpec(r.workload, batch=r.batch, resolution=r.resolution,
                                          sample=r.sample, memory=r.memory,
                                          address_hash=r.address_hash, seed=r.seed,
+                                         placement_seed=r.placement_seed,
+                                         optimizer=r.optimizer,
                                          overrides=dict(r.overrides)), path)
             msg = (f"trace {r.label}: {s['requests']} requests for {r.memory} "
                    f"({time.process_time() - c0:.0f} CPU-s)")

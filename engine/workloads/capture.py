@@ -20,8 +20,9 @@ Phases: ``forward`` (everything before ``loss.backward()``; operators inside an
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -53,6 +54,11 @@ _NO_TRAFFIC = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_s
                "record_stream", "_to_copy_meta_noop"}
 #: Operators reading only rows of a table (first input): read as many bytes as they write.
 _GATHER_OPS = {"embedding", "index", "index_select", "gather"}
+#: Fused optimizer kernels whose schema marks ``grads`` as mutated (``Tensor(b!)[]``) but whose
+#: CUDA kernel stores the gradient only when a ``grad_scale`` is given (AMP unscaling):
+#: ``FusedAdamMathFunctor`` / ``FusedAdagradMathFunctor`` store every list ``i`` with
+#: ``i != kGradIdx || grad_scale_ptr`` (aten/src/ATen/native/cuda/fused_adam_utils.cuh).
+_GRAD_STORED_ONLY_WHEN_SCALED = {"_fused_adam_", "_fused_adamw_", "_fused_adagrad_"}
 
 
 @dataclass
@@ -252,6 +258,9 @@ class _Recorder(TorchDispatchMode):
                                                               schema.arguments[len(args):]]):
             tensors = [t for t in tree_leaves(value) if self._on_device(t)]
             info = arg.alias_info
+            if (short in _GRAD_STORED_ONLY_WHEN_SCALED and arg.name == "grads"
+                    and kwargs.get("grad_scale") is None):
+                info = None                  # read, not stored (see the set's comment)
             if info is not None and info.is_write:
                 mutated += tensors
                 if short not in _WRITE_ONLY_SELF:
@@ -311,6 +320,23 @@ def _flops(func: Any, args: tuple, kwargs: dict, out: Any, written: list[torch.T
     return float(sum(t.numel() for t in written))
 
 
+@contextmanager
+def fused_optimizers_on(device: torch.device) -> Iterator[None]:
+    """Let ``torch.optim``'s ``fused=True`` optimizers run on ``device`` (normally ``meta``).
+
+    PyTorch refuses ``fused=True`` on devices outside its fused-kernel list (CUDA, CPU, ...;
+    not ``meta``), although ``aten._fused_adamw_`` has a meta kernel; inside this context the
+    list includes ``device``'s type, so the step dispatches the fused kernel and the recorder
+    sees it with its real argument lists.  Nothing is computed (meta tensors carry no data)."""
+    import torch.optim.optimizer as _opt
+    orig = _opt._get_fused_kernels_supported_devices
+    _opt._get_fused_kernels_supported_devices = lambda: orig() + [device.type]
+    try:
+        yield
+    finally:
+        _opt._get_fused_kernels_supported_devices = orig
+
+
 def capture_step(model: torch.nn.Module, step: Callable[[torch.nn.Module], torch.Tensor],
                  optimizer: torch.optim.Optimizer, device: torch.device) -> Capture:
     """Run ``loss = step(model)``, ``loss.backward()``, ``optimizer.step()`` under the
@@ -320,6 +346,13 @@ def capture_step(model: torch.nn.Module, step: Callable[[torch.nn.Module], torch
     ``model`` and ``optimizer`` must live on ``device`` (normally ``meta``); inputs created
     before the call or inside ``step`` are both recorded (as activations).
     """
+    fused = any(g.get("fused") for g in optimizer.param_groups)
+    with fused_optimizers_on(device) if fused else nullcontext():
+        return _capture_step(model, step, optimizer, device)
+
+
+def _capture_step(model: torch.nn.Module, step: Callable[[torch.nn.Module], torch.Tensor],
+                  optimizer: torch.optim.Optimizer, device: torch.device) -> Capture:
     # one untraced step first, so the optimizer's moments exist as in steady-state training
     # (its first step would allocate them), then drop the gradients as zero_grad() does
     step(model).backward()

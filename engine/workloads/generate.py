@@ -58,6 +58,10 @@ WARMUP_FACTOR = 2
 Progress = Callable[[int, int], None]
 
 
+#: AdamW implementations a trace can model (TraceSpec.optimizer; docs/workloads.md)
+OPTIMIZERS = ("foreach", "fused", "single")
+
+
 @dataclass
 class TraceSpec:
     """What to trace and how."""
@@ -82,7 +86,11 @@ class TraceSpec:
     address_hash: str = "gpu"                # "gpu" XOR channel/bank hash, or "none"
     order: str = "gpu"                       # "gpu" thread-block order, or "sequential"
     optimizer: str = "foreach"               # AdamW kernels: "foreach" (PyTorch's CUDA
-                                             # default) or "single" (one kernel per tensor)
+                                             # default: torch.optim.AdamW with foreach=None
+                                             # and fused=None picks foreach on CUDA),
+                                             # "fused" (fused=True: one _fused_adamw_
+                                             # multi-tensor kernel) or "single" (one set of
+                                             # kernels per tensor, foreach=False)
     census_phases: tuple[str, ...] = ("optimizer",)   # sampled mode: phases whose whole
                                              # stream runs through the cache model (counted as
                                              # measured, not extrapolated; requests outside the
@@ -102,9 +110,9 @@ class TraceSpec:
                                "or None")
         if self.cache_bytes < 0:
             raise DiffMemError(f"cache size {self.cache_bytes}: expected >= 0 bytes")
-        if self.optimizer not in ("foreach", "single"):
-            raise DiffMemError(f"optimizer {self.optimizer!r}: expected 'foreach' or "
-                               "'single'")
+        if self.optimizer not in OPTIMIZERS:
+            raise DiffMemError(f"optimizer {self.optimizer!r}: expected one of "
+                               f"{', '.join(OPTIMIZERS)}")
         if self.order not in ("gpu", "sequential"):
             raise DiffMemError(f"order {self.order!r}: expected 'gpu' or 'sequential'")
         if self.pages not in ("random", "identity"):
@@ -358,7 +366,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                                             overrides=spec.overrides, dtype=dtype)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01,
-                            foreach=spec.optimizer == "foreach")
+                            foreach=spec.optimizer == "foreach",
+                            fused=spec.optimizer == "fused")
     cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
     placement = place(cap)
     roles = np.array([s.role for s in cap.storages], np.uint8)

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
 from engine.workloads.capture import Access, OpRecord
@@ -331,19 +333,21 @@ def foreach_order(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
     the accesses of one list follow each other in argument order, as many as the written
     list has tensors.  None when the lists cannot be matched."""
     writes = [i for i, a in enumerate(op.accesses) if a.is_write]
-    t = len(writes)
-    if t == 0:
-        return None
     reads = [i for i, a in enumerate(op.accesses) if not a.is_write]
-    if len(reads) % t:
+    # tensors per list: a foreach kernel writes one list (t = its length, reads k lists of
+    # t); the fused AdamW kernel reads params, grads, exp_avgs, exp_avg_sqs and state_steps
+    # (5 lists) and writes params, exp_avgs and exp_avg_sqs (3): t = gcd of the two counts
+    fused = "._fused_adam" in op.name
+    t = math.gcd(len(writes), len(reads)) if fused else len(writes)
+    if t == 0 or len(reads) % t or len(writes) % t:
         return None
     tensor_of = {}
     for pos, ai in enumerate(writes):
-        tensor_of[ai] = (pos, 0)
+        tensor_of[ai] = (pos % t, pos // t)
     for pos, ai in enumerate(reads):
         tensor_of[ai] = (pos % t, 1 + pos // t)
     numel = [max(1, op.accesses[ai].nbytes // ITEM.get(op.accesses[ai].dtype, 4))
-             for ai in writes]
+             for ai in writes[:t]]
     chunks = [-(-n // gpu.foreach_chunk) for n in numel]
     first_block = np.concatenate([[0], np.cumsum(chunks)])
     parts = {k: [] for k in ("wave", "step", "write", "slot", "list")}
@@ -366,7 +370,7 @@ def order_op(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
              gpu: GpuModel) -> np.ndarray:
     """Permutation of the concatenated lines of ``per_access`` into GPU issue order."""
     keys = None
-    if "._foreach_" in op.name:
+    if "._foreach_" in op.name or "._fused_adam" in op.name:
         keys = foreach_order(op, per_access, base, gpu)
     else:
         keys = gemm_order(op, per_access, base, gpu)

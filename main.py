@@ -739,9 +739,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default="gpu", choices=("gpu", "sequential"),
                    help="request order within an operator: thread blocks in flight on the "
                         "GPU's SMs (default), or each tensor in address order")
-    p.add_argument("--optimizer", default="foreach", choices=("foreach", "single"),
-                   help="AdamW kernels: multi-tensor foreach (PyTorch's CUDA default) or one "
-                        "set of kernels per parameter tensor (foreach=False)")
+    p.add_argument("--optimizer", default="foreach", choices=("foreach", "fused", "single"),
+                   help="AdamW kernels: multi-tensor foreach (PyTorch's CUDA default), fused "
+                        "(fused=True: one kernel, 16 B read + 12 B written per fp32 "
+                        "parameter) or one set of kernels per parameter tensor (foreach=False)")
     p.add_argument("--out", required=True, metavar="TRACE.h5", help="HDF5 trace output")
     p.add_argument("--text", metavar="TRACE.txt", help="also export a DRAMsim3 text trace")
     p.add_argument("--summary", metavar="SUMMARY.json", help="also write the summary as JSON")

@@ -247,3 +247,14 @@ def test_cli_trace_flags_reach_the_summary(tmp_path: Path,
     assert not pl["fold_addresses"] and not s["addresses_folded"]
     assert "request order sequential" in printed and "L2 hit rate" in printed
     assert set(s["compute_time_ns_by_utilisation"]) == {"0.3", "0.4", "0.5", "0.6", "0.7"}
+
+
+def test_cli_trace_fused_adamw(tmp_path: Path) -> None:
+    import json
+
+    import main
+    js = tmp_path / "s.json"
+    assert main.main(["trace", "--workload", "resnet50", "--batch", "2", "--size", "tiny",
+                      "--optimizer", "fused", "--memory", "DDR4-3200", "--out",
+                      str(tmp_path / "t.h5"), "--summary", str(js)]) == 0
+    assert json.loads(js.read_text())["optimizer"] == "fused"

@@ -47,11 +47,6 @@ NP = 47
 INTAKE_DRAMSIM3, INTAKE_PER_CHANNEL = 0, 1
 P_INTAKE = NP
 NP += 1
-# the channels this kernel call simulates, [P_CH_LO, P_CH_HI) (default: all of them). A
-# threaded run (SimOptions.threads) gives each thread its own state and channel range under
-# the per-channel intake; the other channels' rows stay untouched (zero)
-P_CH_LO, P_CH_HI = NP, NP + 1
-NP += 2
 
 # SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
 # bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
@@ -73,10 +68,6 @@ REFQ_CAP = 64
 # per-channel intake: index of the channel's next request not yet accepted in the input chunk
 # (every earlier request to that channel is accepted; the simulator resets it with G_POS)
 CS_INTAKE_POS = NCS
-NCS += 1
-# per-channel intake: the tick at which the channel last accepted a request (the threaded run
-# reproduces from it when the one-state run would have asked for the next input chunk)
-CS_LAST_ACC = NCS
 NCS += 1
 
 # ---- per-channel counters C[ch, k] --------------------------------------------------------
@@ -1153,7 +1144,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
         # ---- 2. controllers ---------------------------------------------------------------
         ref_due = t > 0 and t % ref_interval == 0
         next_t = INF
-        for ch in range(P[P_CH_LO], P[P_CH_HI]):
+        for ch in range(nch):
             if ref_due:
                 _refresh_due(P, CS, refq, ch)
                 event = True
@@ -1319,7 +1310,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
             G[G_CLK] = t + 1
             return DEADLOCK
         # ---- idle: jump to the next cycle at which anything can change ------------------
-        for ch in range(P[P_CH_LO], P[P_CH_HI]):
+        for ch in range(nch):
             if CS[ch, CS_MINLB] < next_t:
                 next_t = CS[ch, CS_MINLB]
         nr = (t // ref_interval + 1) * ref_interval
@@ -1341,7 +1332,7 @@ def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing
             t += 1
             continue
         skipped = next_t - t - 1
-        for ch in range(P[P_CH_LO], P[P_CH_HI]):
+        for ch in range(nch):
             for r in range(nranks):
                 if r_open[ch, r] > 0:
                     RK[ch, r, RK_ACTIVE] += skipped
@@ -1417,9 +1408,10 @@ def _intake_per_channel(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_hea
     takes it; a full queue holds back only that channel. G_POS becomes the first request not
     yet accepted (the smallest channel position). Returns -1 if a request was accepted, else
     the arrival cycle of the earliest request still to come (INF if none)."""
+    nch = P[P_CHANNELS]
     accepted = False
     next_t = INF
-    for ch in range(P[P_CH_LO], P[P_CH_HI]):
+    for ch in range(nch):
         j = CS[ch, CS_INTAKE_POS]
         if j < G[G_POS]:
             j = G[G_POS]
@@ -1443,10 +1435,9 @@ def _intake_per_channel(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_hea
             G[G_FRONT_LAG_SUM] += t - in_cyc[j]
             G[G_LAST_ACCEPT] = t
             CS[ch, CS_INTAKE_POS] = j + 1
-            CS[ch, CS_LAST_ACC] = t
             accepted = True
     lo = n_in
-    for ch in range(P[P_CH_LO], P[P_CH_HI]):
+    for ch in range(nch):
         if CS[ch, CS_INTAKE_POS] < lo:
             lo = CS[ch, CS_INTAKE_POS]
     G[G_POS] = lo

@@ -269,8 +269,6 @@ class Simulator:
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
         P[K.P_PHANTOM_EOF] = int(self.options.phantom_eof_read)
         P[K.P_INTAKE] = INTAKES[self.options.intake]
-        P[K.P_CH_LO] = 0
-        P[K.P_CH_HI] = nch
         P[K.P_CMDLOG] = int(self.options.cmd_trace is not None)
         folded, why = folding_is_exact(self.tables, cfg)
         if not folded:
@@ -768,43 +766,47 @@ class Simulator:
 
 
 class _ChannelThreads:
-    """simulate_trace with SimOptions(threads=N) under the per-channel intake: the channels
-    split into N groups, each simulated by its own Simulator (its own state arrays; the
-    kernel, compiled with nogil, simulates only the group's channels) in its own thread.
+    """simulate_trace with SimOptions(threads=N) under the per-channel intake: every channel
+    is simulated by its own one-channel Simulator (the config's state arrays cut to that
+    channel's rows, P_CHANNELS = 1 and the channel bits masked off, so the kernel runs
+    unchanged), N of them at a time in a thread pool (the kernel is compiled with nogil).
 
     Under the per-channel intake a channel's controller depends on the other channels only
-    through the front end's chunk boundaries: the one-state run takes the next input chunk
-    (segment) when every channel has taken its requests of the current one. That cycle is
-    reproduced exactly from each channel's last acceptance (kernel CS_LAST_ACC): channel c
-    reaches the segment's end at the tick it accepted the segment's last request, else at
-    max(its last acceptance + 1, the last request's arrival) (it steps over requests of
-    other channels only once they have arrived), or at max(segment start, last arrival)
+    through the front end's chunk boundaries: the one-state run takes the next input
+    segment when every channel has taken its requests of the current one. That cycle is
+    reproduced exactly from each channel's last acceptance (G_LAST_ACCEPT of its Simulator):
+    channel c reaches the segment's end at the tick it accepted the segment's last request,
+    else at max(its last acceptance + 1, the last request's arrival) (it steps over requests
+    of other channels only once they have arrived), or at max(segment start, last arrival)
     with no request in the segment; the next segment starts the cycle after the latest of
-    these. Every group runs (input-free) up to that cycle before the next segment, and at the
-    end every group runs on to the run's last cycle, as its channels do in the one-state run.
-    The statistics are then the owning group's rows, the global counters summed; epochs
-    summed (the other groups' rows are zero). Not coupled, hence not modelled: the global
-    completion rings refuse a request only with 65535 completions in flight, far beyond
-    what the queues can hold."""
+    these. Every channel runs (input-free) up to that cycle before the next segment, and at
+    the end every channel runs on to the run's last cycle, as it does in the one-state run.
+    The statistics are then each channel's rows and the global counters summed, epochs
+    summed. Not modelled, since not reached: the one-state run's completion rings, shared by
+    all channels, refuse a request only with 65535 completions in flight, far beyond what
+    the queues can hold."""
 
     def __init__(self, cfg, options: SimOptions) -> None:
         one = dataclasses.replace(options, threads=1)
         self.cfg = cfg
         self.master = Simulator(cfg, one)        # input checks, segmenting, merged stats
         nch = cfg.channels
-        n = min(int(options.threads), nch)
-        self.groups = [g for g in np.array_split(np.arange(nch), n) if g.size]
-        self.owner = np.zeros(nch, np.int64)
+        glob = {"G", "comp_out", "cmd_log", "scratch"} | {
+            k for k in self.master.s if k.startswith("ring_")}
+        self.per_channel = [k for k in self.master.s if k not in glob]
         self.subs: list[Simulator] = []
-        for i, g in enumerate(self.groups):
-            self.owner[g] = i
+        for ch in range(nch):
             sub = Simulator(cfg, one)
-            sub.P[K.P_CH_LO] = int(g[0])
-            sub.P[K.P_CH_HI] = int(g[-1]) + 1
+            for k in self.per_channel:
+                sub.s[k] = np.ascontiguousarray(sub.s[k][ch:ch + 1])
+            sub.P[K.P_CHANNELS] = 1
+            sub.P[K.P_CH_MASK] = 0
+            sub._epoch_base = sub._snapshot()
             sub._defer_finish = True
             self.subs.append(sub)
         from concurrent.futures import ThreadPoolExecutor
-        self.pool = ThreadPoolExecutor(len(self.subs), thread_name_prefix="diffmem-ch")
+        self.pool = ThreadPoolExecutor(min(int(options.threads), nch),
+                                       thread_name_prefix="diffmem-ch")
         P = self.master.P
         self._dec = (np.uint64(P[K.P_SHIFT] + P[K.P_CH_POS]), np.uint64(P[K.P_CH_MASK]))
 
@@ -868,18 +870,16 @@ class _ChannelThreads:
             return
         shift, mask = self._dec
         chan = ((a.view(np.uint64) >> shift) & mask).astype(np.int64)
-        grp = self.owner[chan]
         for lo, hi, idle_first in (m._split_at_gaps(c) if m._ff_period else [(0, n, False)]):
             if idle_first:
                 self._advance(int(c[lo]), cancel)
                 if self.finished:
                     return
             t0 = self.clock
-            sel = [np.flatnonzero(grp[lo:hi] == i) + lo for i in range(len(self.subs))]
+            sel = [np.flatnonzero(chan[lo:hi] == i) + lo for i in range(len(self.subs))]
 
             def go(i: int) -> None:
                 sub = self.subs[i]
-                sub.s["CS"][:, K.CS_LAST_ACC] = -1
                 ix = sel[i]
                 if ix.size:
                     sub._run(a[ix], w[ix], c[ix], sr[ix], rid[ix], False, 0, None, cancel)
@@ -894,7 +894,8 @@ class _ChannelThreads:
             seen[chan[lo:hi]] = True
             end = max(t0, c_last)
             for ch in np.flatnonzero(seen).tolist():
-                ta = int(self.subs[self.owner[ch]].s["CS"][ch, K.CS_LAST_ACC])
+                # (the channel accepted requests in this segment, the last one at ta)
+                ta = int(self.subs[ch].s["G"][K.G_LAST_ACCEPT])
                 end = max(end, ta if ch == x else max(ta + 1, c_last))
             self._advance(end + 1, cancel)
             if self.finished:
@@ -941,12 +942,10 @@ class _ChannelThreads:
     def stats(self) -> "Stats":
         m = self.master
         subs = self.subs
-        glob = {"G", "comp_out", "cmd_log", "scratch"} | {k for k in m.s if k.startswith("ring_")}
-        for name, arr in m.s.items():
-            if name in glob:
-                continue
-            for i, g in enumerate(self.groups):
-                arr[g[0]:g[-1] + 1] = subs[i].s[name][g[0]:g[-1] + 1]
+        for name in self.per_channel:
+            arr = m.s[name]
+            for ch, sub in enumerate(subs):
+                arr[ch] = sub.s[name][0]
         G = m.s["G"]
         Gs = [s.s["G"] for s in subs]
         end = int(Gs[0][K.G_NUM_CYCLES])
@@ -966,10 +965,15 @@ class _ChannelThreads:
             r0 = recs[0]
             if any((r.start, r.end) != (r0.start, r0.end) for r in recs):
                 raise SimulationError("threaded run: epoch boundaries differ between threads")
-            m.epochs.append(EpochRecord(
-                start=r0.start, end=r0.end,
-                **{f.name: sum(getattr(r, f.name) for r in recs)
-                   for f in dataclasses.fields(EpochRecord) if f.name not in ("start", "end")}))
+            fields = {}
+            for f in dataclasses.fields(EpochRecord):
+                if f.name in ("start", "end"):
+                    continue
+                vals = [getattr(r, f.name) for r in recs]
+                # per-bank arrays: one row per channel, in channel order
+                fields[f.name] = (np.concatenate(vals) if isinstance(vals[0], np.ndarray)
+                                  else sum(vals))
+            m.epochs.append(EpochRecord(start=r0.start, end=r0.end, **fields))
         if len({len(s.epochs) for s in subs}) != 1:
             raise SimulationError("threaded run: epoch counts differ between threads")
         return m.stats()

@@ -154,3 +154,24 @@ def test_threads_one_channel_runs_one_thread(tmp_path):
     one = simulate_trace(cfg, tr, SimOptions(intake="per-channel"))
     two = simulate_trace(cfg, tr, SimOptions(intake="per-channel", threads=2))
     assert _same(one, two) == []
+
+
+def test_cli_threads(tmp_path, capsys):
+    import json
+
+    import main
+    cfg = load_config("HBM2")
+    tr = _trace(tmp_path / "t.trace", cfg, 3000, 4, skew=0.5, per_cycle=3)
+    outs = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"s{threads}.json"
+        assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out", str(out),
+                          "--intake", "per-channel", "--threads", threads]) == 0
+        s = json.loads(out.read_text())
+        for k in NOT_COMPARED:
+            s.pop(k)
+        outs.append(s)
+    assert outs[0] == outs[1]
+    assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out",
+                      str(tmp_path / "x.json"), "--threads", "2"]) != 0
+    assert "per-channel" in capsys.readouterr().err

@@ -98,7 +98,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                            max_cycles=args.max_cycles, epoch=args.epoch,
                            cmd_trace=args.cmd_trace, phantom_eof_read=args.phantom_eof_read,
                            scheduler=args.scheduler, page_policy=args.page_policy,
-                           wrap_addresses=args.wrap_addresses, intake=args.intake)
+                           wrap_addresses=args.wrap_addresses, intake=args.intake,
+                           threads=args.threads)
     print(format_summary(str(stats.summary.get("config", args.config)), stats.summary))
     print(f"statistics written to {args.out}")
     if args.cmd_trace is not None:
@@ -649,6 +650,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="front end: one request a cycle for the whole memory, in trace order, "
                         "as DRAMsim3 (default), or one a cycle per channel, in trace order per "
                         "channel, a full queue holding back only its channel (a GPU crossbar)")
+    p.add_argument("--threads", type=_positive_int, default=1, metavar="N",
+                   help="simulate the channels in N threads (needs --intake per-channel, "
+                        "whose channels are independent; statistics identical to 1 thread; "
+                        "not with --cmd-trace)")
     p.add_argument("--scheduler", choices=SCHEDULER_CHOICES,
                    help="override the config's command scheduler")
     p.add_argument("--page-policy", choices=PAGE_POLICY_CHOICES,

@@ -1102,7 +1102,7 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
     G[G_NLOG] = n + 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False)
 def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
                b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb,
                src_rank, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq, pr_head,

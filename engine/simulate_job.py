@@ -34,6 +34,7 @@ class SimulateJob:
     page_policy: str | None = None
     wrap_addresses: bool = False
     intake: str = "dramsim3"             # front end: "dramsim3" or "per-channel"
+    threads: int = 1                     # channels in parallel (per-channel intake only)
 
 
 def apply_overrides(cfg: Any, scheduler: str | None, page_policy: str | None) -> Any:
@@ -58,7 +59,8 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     options = SimOptions(cycles=job.cycles, max_cycles=job.max_cycles, epoch=job.epoch,
                          cmd_trace=Path(job.cmd_trace) if job.cmd_trace is not None else None,
                          phantom_eof_read=job.phantom_eof_read,
-                         wrap_addresses=job.wrap_addresses, intake=job.intake)
+                         wrap_addresses=job.wrap_addresses, intake=job.intake,
+                         threads=job.threads)
     log.debug("simulating %s on %s", ", ".join(str(t) for t in traces), cfg.name)
     stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress)
     if out is not None:

@@ -14,6 +14,7 @@ trace length and a GUI can stay responsive.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -70,11 +71,33 @@ class SimOptions:
                                          # a time (identical statistics; off: step by step)
     intake: str = "dramsim3"             # front end: "dramsim3" (one request a cycle for the
                                          # whole system) or "per-channel" (one per channel)
+    threads: int = 1                     # simulate_trace: channels in this many threads
+                                         # (per-channel intake only; results identical to 1)
 
     def __post_init__(self) -> None:
         if self.intake not in INTAKES:
             raise SimulatorInputError(f"SimOptions.intake = {self.intake!r}: expected one of "
                                       f"{', '.join(map(repr, INTAKES))}")
+        t = self.threads
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 1 <= int(t) <= 1024:
+            raise SimulatorInputError(f"SimOptions.threads = {t!r}: expected an integer from "
+                                      f"1 to 1024")
+        if t > 1:
+            if self.intake != "per-channel":
+                raise SimulatorInputError(
+                    f"SimOptions: threads = {t} needs intake = 'per-channel': under "
+                    f"{self.intake!r} the channels share one in-order request stream (a full "
+                    f"queue in one channel stalls every channel), so they cannot be simulated "
+                    f"apart; use threads = 1 or the per-channel intake")
+            if self.cmd_trace is not None:
+                raise SimulatorInputError(
+                    f"SimOptions: threads = {t} with a command trace is not supported (the "
+                    f"command log is written by one simulation state); use threads = 1")
+            if self.track_completions:
+                raise SimulatorInputError(
+                    f"SimOptions: threads = {t} with track_completions is not supported (the "
+                    f"completion order across channels within a cycle is not kept); use "
+                    f"threads = 1")
         if self.intake != "dramsim3" and self.phantom_eof_read:
             raise SimulatorInputError(
                 f"SimOptions: phantom_eof_read reproduces a quirk of DRAMsim3's front end; it "
@@ -131,6 +154,11 @@ class Simulator:
     def __init__(self, cfg, options: SimOptions | None = None) -> None:
         self.cfg = cfg
         self.options = options or SimOptions()
+        if self.options.threads > 1:
+            raise SimulatorInputError(
+                f"SimOptions.threads = {self.options.threads}: a Simulator (the online API) "
+                f"runs one thread; simulate_trace (and `main.py simulate --threads`) splits the "
+                f"channels over threads")
         self.tables = build_tables(cfg)
         self._build_state()
         self._epoch_len = int(self.options.epoch or getattr(cfg, "epoch_period", 0) or 0)
@@ -158,6 +186,7 @@ class Simulator:
         self.fast_forward_cycles = 0     # cycles they spanned
         self._ff_period = self._idle_period() if (
             self.options.fast_idle and self.options.cmd_trace is None) else 0
+        self._defer_finish = False       # a thread's part of a threaded run (_ChannelThreads)
 
     # ---------------------------------------------------------------- state
     def _build_state(self) -> None:
@@ -704,6 +733,11 @@ class Simulator:
         G = self.s["G"]
         G[K.G_NUM_CYCLES] = num_cycles
         G[K.G_CLK] = num_cycles
+        if self._defer_finish:
+            # a thread's part of a threaded run: the run's end (its last epoch) is decided
+            # once every thread is done (_ChannelThreads.finish)
+            self.finished = True
+            return
         if self._epoch_len > 0 and num_cycles > self._epoch_start:
             self._close_epoch(num_cycles)
         self.finished = True
@@ -731,6 +765,245 @@ class Simulator:
         return build_stats(self)
 
 
+class _ChannelThreads:
+    """simulate_trace with SimOptions(threads=N) under the per-channel intake: every channel
+    is simulated by its own one-channel Simulator (the config's state arrays cut to that
+    channel's rows, P_CHANNELS = 1 and the channel bits masked off, so the kernel runs
+    unchanged), N of them at a time in a thread pool (the kernel is compiled with nogil).
+
+    Under the per-channel intake a channel's controller depends on the other channels only
+    through the front end's chunk boundaries: the one-state run takes the next input
+    segment when every channel has taken its requests of the current one. That cycle is
+    reproduced exactly from each channel's last acceptance (G_LAST_ACCEPT of its Simulator):
+    channel c reaches the segment's end at the tick it accepted the segment's last request,
+    else at max(its last acceptance + 1, the last request's arrival) (it steps over requests
+    of other channels only once they have arrived), or at max(segment start, last arrival)
+    with no request in the segment; the next segment starts the cycle after the latest of
+    these. Every channel runs (input-free) up to that cycle before the next segment, and at
+    the end every channel runs on to the run's last cycle, as it does in the one-state run.
+    The statistics are then each channel's rows and the global counters summed, epochs
+    summed. Not modelled, since not reached: the one-state run's completion rings, shared by
+    all channels, refuse a request only with 65535 completions in flight, far beyond what
+    the queues can hold."""
+
+    def __init__(self, cfg, options: SimOptions) -> None:
+        one = dataclasses.replace(options, threads=1)
+        self.cfg = cfg
+        self.master = Simulator(cfg, one)        # input checks, segmenting, merged stats
+        nch = cfg.channels
+        glob = {"G", "comp_out", "cmd_log", "scratch"} | {
+            k for k in self.master.s if k.startswith("ring_")}
+        self.per_channel = [k for k in self.master.s if k not in glob]
+        self.subs: list[Simulator] = []
+        for ch in range(nch):
+            sub = Simulator(cfg, one)
+            for k in self.per_channel:
+                sub.s[k] = np.ascontiguousarray(sub.s[k][ch:ch + 1])
+            sub.P[K.P_CHANNELS] = 1
+            sub.P[K.P_CH_MASK] = 0
+            sub._epoch_base = sub._snapshot()
+            sub._defer_finish = True
+            self.subs.append(sub)
+        from concurrent.futures import ThreadPoolExecutor
+        self.pool = ThreadPoolExecutor(min(int(options.threads), nch),
+                                       thread_name_prefix="diffmem-ch")
+        P = self.master.P
+        self._dec = (np.uint64(P[K.P_SHIFT] + P[K.P_CH_POS]), np.uint64(P[K.P_CH_MASK]))
+
+    def _each(self, fn) -> list:
+        return list(self.pool.map(fn, range(len(self.subs))))
+
+    @property
+    def clock(self) -> int:
+        return self.subs[0].clock
+
+    @property
+    def finished(self) -> bool:
+        return any(s.finished for s in self.subs)
+
+    def _settle(self, cancel) -> None:
+        """A group reached the cycle limit: so did the one-state run (its segment ends
+        later); every other group runs input-free to the limit and ends there."""
+        limit = self.master.options.limit
+        z = np.zeros(0, np.int64)
+
+        def go(i: int) -> None:
+            sub = self.subs[i]
+            if not sub.finished:
+                sub._run(z, z, z, z, z, False, int(limit), None, cancel)
+        self._each(go)
+
+    def _advance(self, target: int, cancel) -> None:
+        z = np.zeros(0, np.int64)
+
+        def go(i: int) -> None:
+            sub = self.subs[i]
+            if sub.clock < target:
+                sub._run(z, z, z, z, z, False, target, None, cancel)
+        self._each(go)
+        if self.finished:
+            self._settle(cancel)
+
+    def feed(self, addr, is_write, cycle, stream, cancel) -> None:
+        """One trace chunk, as Simulator.feed (not final) takes it in the one-state run."""
+        m = self.master
+        if self.finished:
+            return
+        last = m._last_req[2] if m._last_req is not None else 0
+        m.s["G"][K.G_CLK] = self.clock
+        a_u, w_i, c_i, s_i = check_feed(addr, is_write, cycle, stream, last_cycle=last,
+                                        first_id=m._next_id)
+        check_gaps(c_i, last, first_id=m._next_id,
+                   ref_interval=int(m.P[K.P_REF_INTERVAL]), epoch_len=m._epoch_len,
+                   refresh_limit=not m._ff_period)
+        n = a_u.shape[0]
+        a = np.ascontiguousarray(a_u).view(np.int64)
+        w = np.ascontiguousarray(w_i)
+        c = np.ascontiguousarray(c_i)
+        sr = np.zeros(n, np.int64) if s_i is None else np.ascontiguousarray(s_i)
+        rid = np.arange(m._next_id, m._next_id + n, dtype=np.int64)
+        m._next_id += n
+        if n:
+            m._last_req = (int(a[-1]), int(w[-1]), int(c[-1]), int(sr[-1]))
+            m._check_addresses(a)
+        if n == 0:
+            return
+        shift, mask = self._dec
+        chan = ((a.view(np.uint64) >> shift) & mask).astype(np.int64)
+        for lo, hi, idle_first in (m._split_at_gaps(c) if m._ff_period else [(0, n, False)]):
+            if idle_first:
+                self._advance(int(c[lo]), cancel)
+                if self.finished:
+                    return
+            t0 = self.clock
+            sel = [np.flatnonzero(chan[lo:hi] == i) + lo for i in range(len(self.subs))]
+
+            def go(i: int) -> None:
+                sub = self.subs[i]
+                ix = sel[i]
+                if ix.size:
+                    sub._run(a[ix], w[ix], c[ix], sr[ix], rid[ix], False, 0, None, cancel)
+            self._each(go)
+            if self.finished:
+                self._settle(cancel)
+                return
+            # the cycle at which the one-state run takes the next segment
+            c_last = int(c[hi - 1])
+            x = int(chan[hi - 1])
+            seen = np.zeros(self.cfg.channels, bool)
+            seen[chan[lo:hi]] = True
+            end = max(t0, c_last)
+            for ch in np.flatnonzero(seen).tolist():
+                # (the channel accepted requests in this segment, the last one at ta)
+                ta = int(self.subs[ch].s["G"][K.G_LAST_ACCEPT])
+                end = max(end, ta if ch == x else max(ta + 1, c_last))
+            self._advance(end + 1, cancel)
+            if self.finished:
+                return
+            m.s["G"][K.G_CLK] = self.clock
+
+    def finish(self, cancel) -> None:
+        """Simulator.finish: run until every accepted request is done (or the limit), then
+        every group on to the run's last cycle."""
+        z = np.zeros(0, np.int64)
+        a = w = c = sr = rid = z
+        pos0 = 0
+        if self.master._last_req is not None:
+            # as Simulator.feed's empty final feed: the last request again, already taken
+            a, w, c, sr = (np.array([x], np.int64) for x in self.master._last_req)
+            rid = np.array([-1], np.int64)
+            pos0 = 1
+
+        def go(i: int) -> None:
+            sub = self.subs[i]
+            if not sub.finished:
+                sub._run(a, w, c, sr, rid, True, 0, None, cancel, pos0)
+        self._each(go)
+        end = max(int(s.s["G"][K.G_NUM_CYCLES]) for s in self.subs)
+        z = np.zeros(0, np.int64)
+
+        def run_on(i: int) -> None:
+            # the channels of a group done earlier keep running (refresh, power states)
+            # until the run's last cycle, as in the one-state run
+            sub = self.subs[i]
+            sub._defer_finish = False
+            sub.finished = False
+            if sub.clock < end:
+                G = sub.s["G"]
+                # (FRONT_DONE cleared: the kernel then waits for input up to `end`)
+                G[K.G_FRONT_DONE] = 0
+                G[K.G_FINISHED] = 0
+                sub._ff_period = 0
+                sub._run(z, z, z, z, z, False, end, None, cancel)
+            if not sub.finished:
+                sub._finish_at(end)
+        self._each(run_on)
+
+    def stats(self) -> "Stats":
+        m = self.master
+        subs = self.subs
+        for name in self.per_channel:
+            arr = m.s[name]
+            for ch, sub in enumerate(subs):
+                arr[ch] = sub.s[name][0]
+        G = m.s["G"]
+        Gs = [s.s["G"] for s in subs]
+        end = int(Gs[0][K.G_NUM_CYCLES])
+        G[K.G_NUM_CYCLES] = G[K.G_CLK] = end
+        for k in (K.G_ACCEPTED, K.G_COMPLETED, K.G_FRONT_LAG_SUM, K.G_PHANTOM_ADDED):
+            G[k] = sum(int(g[k]) for g in Gs)
+        for k in (K.G_LAST_ACCEPT, K.G_LAST_COMPLETE):
+            G[k] = max(int(g[k]) for g in Gs)
+        G[K.G_FINISHED] = G[K.G_FRONT_DONE] = 1
+        m.finished = True
+        m.requests_waiting = sum(s.requests_waiting for s in subs)
+        m.fast_forwards = sum(s.fast_forwards for s in subs)
+        m.fast_forward_cycles = sum(s.fast_forward_cycles for s in subs)
+        m.wall_seconds = max(s.wall_seconds for s in subs)
+        m.epochs = []
+        for recs in zip(*(s.epochs for s in subs)):
+            r0 = recs[0]
+            if any((r.start, r.end) != (r0.start, r0.end) for r in recs):
+                raise SimulationError("threaded run: epoch boundaries differ between threads")
+            fields = {}
+            for f in dataclasses.fields(EpochRecord):
+                if f.name in ("start", "end"):
+                    continue
+                vals = [getattr(r, f.name) for r in recs]
+                # per-bank arrays: one row per channel, in channel order
+                fields[f.name] = (np.concatenate(vals) if isinstance(vals[0], np.ndarray)
+                                  else sum(vals))
+            m.epochs.append(EpochRecord(start=r0.start, end=r0.end, **fields))
+        if len({len(s.epochs) for s in subs}) != 1:
+            raise SimulationError("threaded run: epoch counts differ between threads")
+        return m.stats()
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        for s in self.subs:
+            s.close()
+        self.master.close()
+
+
+def _simulate_threaded(cfg, chunks: Iterable, options: SimOptions,
+                       progress: ProgressFn | None,
+                       cancel: Callable[[], bool] | None) -> "Stats":
+    run = _ChannelThreads(cfg, options)
+    try:
+        for ch in chunks:
+            run.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, cancel)
+            if run.finished:
+                break
+        run.finish(cancel)
+        stats = run.stats()
+        if progress is not None:
+            for rec in run.master.epochs:
+                progress(run.master, rec)
+        return stats
+    finally:
+        run.close()
+
+
 def cmd_trace_paths(path: str | Path, channels: int) -> list[Path]:
     """Command-trace file per channel: PATH itself for one channel, else PATH.chN (DRAMsim3
     also writes one command trace per channel)."""
@@ -750,16 +1023,20 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
     `group` names the HDF5 group of an HDF5 trace (a project file holds several)."""
     from engine.trace import iter_merged, iter_trace
     options = options or SimOptions()
-    sim = Simulator(cfg, options)
     paths = [traces] if isinstance(traces, (str, Path)) else list(traces)
     cap = None if options.wrap_addresses else getattr(cfg, "capacity_bytes", None)
+    if len(paths) == 1:
+        chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,
+                                      capacity_bytes=cap, group=group)
+    else:
+        chunks = iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
+                             group=group)
+    if options.threads > 1 and cfg.channels > 1:
+        return _simulate_threaded(cfg, chunks, options, progress, cancel)
+    if options.threads > 1:
+        options = dataclasses.replace(options, threads=1)     # one channel: one thread
+    sim = Simulator(cfg, options)
     try:
-        if len(paths) == 1:
-            chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,
-                                          capacity_bytes=cap, group=group)
-        else:
-            chunks = iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
-                                 group=group)
         for ch in chunks:
             sim.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, progress=progress,
                      cancel=cancel)

@@ -1,0 +1,127 @@
+"""Speed side by side with the C++ peers in one session: DiffMem (`main.py simulate`, 1 and 2
+threads), DRAMsim3 and Ramulator 2.0 on the same 1M-request traces.
+
+    .venv/bin/python benchmarks/bench_engine_peers.py --peers /work/tools/peers17t [--reps 3]
+
+PEERS holds the builds of ../shared/reference/peers/build_peers.sh (src/DRAMsim3/build/
+dramsim3main, src/ramulator2/build/ramulator2), the traces of ../shared/tools/gen_traces.py
+(traces1m/ with --n 1000000, traces1k/ with --n 1000) and Ramulator's LoadStoreTrace copies
+(ram/<trace>_<remap>.lst from ../shared/reference/ramulator2/tools/convert_trace.py).
+CPU seconds are user+sys of the child process (getrusage), every thread included; the
+repetitions are interleaved (rep 1 of every run, then rep 2, ...) and the minimum counts.
+"net" for DiffMem = whole process minus a 1,000-request run of the same config (start-up).
+DRAMsim3 runs `-c` = the cycles DiffMem's DRAMsim3-intake run needed (its own run length).
+The 2-thread runs use the per-channel intake (the DRAMsim3 intake couples the channels), so
+they are compared with the 1-thread per-channel run, whose statistics they equal.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CFG = {"DDR4": (SHARED / "dramsim3-configs" / "DDR4_8Gb_x8_3200.ini",
+                SHARED / "reference" / "ramulator2" / "configs" / "ddr4_3200_2r.yaml", "ddr4_2r"),
+       "HBM2": (SHARED / "dramsim3-configs" / "HBM2_8Gb_x128.ini",
+                SHARED / "reference" / "ramulator2" / "configs" / "hbm2_8ch.yaml", "hbm2_8ch")}
+
+
+def run(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    w = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd}: rc {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), w, p.stdout
+
+
+def ours(ini: Path, trace: Path, out: Path, extra: list[str]) -> tuple[float, float, dict]:
+    cpu, wall, _ = run([sys.executable, str(ROOT / "main.py"), "simulate", "--config", str(ini),
+                        "--trace", str(trace), "--out", str(out)] + extra)
+    return cpu, wall, json.loads(out.read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--peers", type=Path, required=True)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    P = args.peers
+    d3 = P / "src" / "DRAMsim3" / "build" / "dramsim3main"
+    r2 = P / "src" / "ramulator2" / "build" / "ramulator2"
+    tmp = Path(tempfile.mkdtemp(prefix="bench_peers_"))
+    cases = [(c, t) for c in ("DDR4", "HBM2") for t in ("stream", "random")]
+    need: dict[tuple[str, str], int] = {}
+    res: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    loads = [os.getloadavg()[0]]
+    for rep in range(args.reps):
+        for cfg in ("DDR4", "HBM2"):
+            ini = CFG[cfg][0]
+            cpu, wall, _ = ours(ini, P / "traces1k" / "stream.trace", tmp / "s.json", [])
+            res.setdefault((cfg, "1k", "startup"), []).append((cpu, wall))
+        for cfg, tr in cases:
+            ini, yml, remap = CFG[cfg]
+            trace = P / "traces1m" / f"{tr}.trace"
+            runs = {"ours": [], "ours_pc1": ["--intake", "per-channel"]}
+            if cfg == "HBM2":
+                runs["ours_pc2"] = ["--intake", "per-channel", "--threads", "2"]
+            for name, extra in runs.items():
+                cpu, wall, s = ours(ini, trace, tmp / "s.json", extra)
+                res.setdefault((cfg, tr, name), []).append((cpu, wall))
+                if name == "ours":
+                    need[(cfg, tr)] = int(s["num_cycles"])
+                res.setdefault((cfg, tr, name + "_stats"), []).append(
+                    (s["num_cycles"], s["average_read_latency"]))
+            cpu, wall, _ = run([str(d3), str(ini), "-c", str(need[(cfg, tr)]), "-t", str(trace),
+                                "-o", str(tmp)])
+            res.setdefault((cfg, tr, "dramsim3"), []).append((cpu, wall))
+            cpu, wall, _ = run([str(r2), "-f", str(yml), "-p",
+                                f"Frontend.path={P / 'ram' / f'{tr}_{remap}.lst'}"])
+            res.setdefault((cfg, tr, "ramulator2"), []).append((cpu, wall))
+        loads.append(os.getloadavg()[0])
+        print(f"rep {rep + 1} done, load {loads[-1]:.2f}", flush=True)
+    n = 1_000_000
+    best = {k: min(c for c, _ in v) for k, v in res.items() if not k[2].endswith("_stats")}
+    print(f"\nload average (1 min) during the session: {min(loads):.2f}-{max(loads):.2f}")
+    print("start-up (1,000-request run, whole process, min CPU-s): " + ", ".join(
+        f"{c} {best[(c, '1k', 'startup')]:.3f}" for c in ("DDR4", "HBM2")))
+    print("\n| trace | DiffMem whole / net req/CPU-s (DRAMsim3 intake) | per-channel 1 thread "
+          "whole / net | per-channel 2 threads whole / net (CPU-s) | DRAMsim3 | Ramulator 2.0 | "
+          "net / DRAMsim3 | net / Ramulator 2.0 |")
+    print("|---|---|---|---|---:|---:|---:|---:|")
+    out = {}
+    for cfg, tr in cases:
+        su = best[(cfg, "1k", "startup")]
+
+        def fig(name: str) -> str:
+            c = best.get((cfg, tr, name))
+            if c is None:
+                return "-"
+            return f"{n / c / 1e3:,.0f}k / {n / (c - su) / 1e3:,.0f}k"
+        net = n / (best[(cfg, tr, "ours")] - su)
+        d3r = n / best[(cfg, tr, "dramsim3")]
+        r2r = n / best[(cfg, tr, "ramulator2")]
+        print(f"| {cfg} {tr} 1M | {fig('ours')} | {fig('ours_pc1')} | {fig('ours_pc2')} | "
+              f"{d3r / 1e3:,.0f}k | {r2r / 1e3:,.0f}k | {net / d3r:.2f}x | {net / r2r:.2f}x |")
+        out[f"{cfg}_{tr}"] = {k[2]: v for k, v in res.items() if k[:2] == (cfg, tr)}
+    print("\nwall seconds (min) per run: " + "; ".join(
+        f"{k[0]} {k[1]} {k[2]} {min(w for _, w in v):.2f}" for k, v in res.items()
+        if not k[2].endswith("_stats")))
+    if args.json:
+        args.json.write_text(json.dumps({"loads": loads, "runs": {
+            "/".join(k): v for k, v in res.items()}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

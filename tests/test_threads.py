@@ -1,0 +1,177 @@
+"""SimOptions(threads=N) / `simulate --threads N`: channels simulated in parallel under the
+per-channel intake, every statistic identical to the one-thread per-channel run.
+
+The traces are built to hit what couples channels in the one-state run: a backlogged channel
+(most requests to channel 0) so that the others wait for it at chunk boundaries (results
+depend on chunk_size, and the threaded run must reproduce that), segments in which some
+channels get no request, long idle gaps (skipped in closed form), epochs, and the two cycle
+limits (requests waiting and pending at the limit)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.api_checks import SimulatorInputError
+from engine.config import load_config
+from engine.simulator import SimOptions, Simulator, simulate_trace
+from engine.trace import TraceChunk, write_text
+
+# a method diagnostic, not a result: each thread skips idle stretches of its own channels
+NOT_COMPARED = {"wall_seconds", "idle_cycles_skipped_in_closed_form"}
+
+
+def _flat(d: dict, pre: str = "") -> dict:
+    out: dict = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{pre}{k}."))
+        else:
+            out[f"{pre}{k}"] = v
+    return out
+
+
+def _trace(path: Path, cfg, n: int, seed: int, *, skew: float, per_cycle: int,
+           gap: int = 0, blocks: bool = False) -> Path:
+    rng = np.random.default_rng(seed)
+    nch = cfg.channels
+    addr = (rng.integers(0, cfg.capacity_bytes // 64, n) * 64).astype(np.uint64)
+    ch = np.where(rng.random(n) < skew, 0, rng.integers(0, nch, n))
+    if blocks:
+        # runs of 300 requests to one channel: chunks in which other channels get nothing
+        ch = (np.arange(n) // 300) % nch
+    pos, sh = cfg.field_positions["ch"], cfg.shift_bits
+    mask = np.uint64(((nch - 1) << pos) << sh)
+    addr = (addr & ~mask) | ((ch.astype(np.uint64) << np.uint64(pos)) << np.uint64(sh))
+    cyc = (np.arange(n) // per_cycle).astype(np.int64)
+    if gap:
+        cyc += (np.arange(n) // (n // 3)) * gap
+    write_text(path, TraceChunk(addr, rng.random(n) < 0.4, cyc, np.zeros(n, np.uint16)))
+    return path
+
+
+def _same(a, b) -> list[str]:
+    fa, fb = _flat(a.summary), _flat(b.summary)
+    diff = [k for k in fa if k not in NOT_COMPARED and repr(fa[k]) != repr(fb.get(k))]
+    diff += [k for k in fb if k not in fa]
+    if a.epochs != b.epochs:
+        diff.append("epochs")
+    if repr(a.channels) != repr(b.channels):
+        diff.append("channels")
+    if repr(a.per_bank) != repr(b.per_bank):
+        diff.append("per_bank")
+    if not np.array_equal(a.read_latency_hist, b.read_latency_hist):
+        diff.append("read_latency_hist")
+    return diff
+
+
+CASES = [  # (skew, requests per cycle, gap, blocks)
+    (0.7, 4, 0, False),
+    (0.0, 8, 0, False),
+    (0.5, 2, 3_000_000, False),
+    (0.0, 4, 0, True),
+]
+RUNS = [dict(chunk_size=777, epoch=2000), dict(chunk_size=4096),
+        dict(max_cycles=9000, chunk_size=1000),
+        dict(cycles=400_000, epoch=50_000, chunk_size=3000)]
+
+
+@pytest.mark.parametrize("nch", [2, 4])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_threads_identical_to_one_thread(tmp_path, nch, case):
+    cfg = load_config("DDR4-3200").replace(channels=nch)
+    skew, per_cycle, gap, blocks = CASES[case]
+    tr = _trace(tmp_path / "t.trace", cfg, 9000, 100 * nch + case, skew=skew,
+                per_cycle=per_cycle, gap=gap, blocks=blocks)
+    chunk_dependent = set()
+    for run in RUNS:
+        one = simulate_trace(cfg, tr, SimOptions(intake="per-channel", **run))
+        assert one.summary["num_reads_done"] > 0
+        chunk_dependent.add(one.summary["num_cycles"])
+        for threads in (2, 4, 7):
+            many = simulate_trace(cfg, tr, SimOptions(intake="per-channel", threads=threads,
+                                                      **run))
+            assert _same(one, many) == [], (run, threads)
+
+
+def test_threads_reproduce_chunk_boundaries(tmp_path):
+    """Under the per-channel intake the one-state run takes the next chunk only when every
+    channel has taken its requests of the current one, so a backlogged channel delays the
+    others and num_cycles depends on chunk_size; threads reproduce each value."""
+    cfg = load_config("DDR4-3200").replace(channels=2)
+    tr = _trace(tmp_path / "t.trace", cfg, 9000, 5, skew=0.7, per_cycle=4)
+    seen = {}
+    for cs in (500, 4096):
+        one = simulate_trace(cfg, tr, SimOptions(intake="per-channel", chunk_size=cs))
+        two = simulate_trace(cfg, tr, SimOptions(intake="per-channel", chunk_size=cs,
+                                                 threads=2))
+        assert _same(one, two) == []
+        seen[cs] = one.summary["num_cycles"]
+    assert seen[500] != seen[4096]
+
+
+def test_threads_long_idle_gap_skipped(tmp_path):
+    """Bursts 400M cycles apart: idle stretches skipped in closed form in every thread."""
+    cfg = load_config("DDR4-3200").replace(channels=2)
+    tr = _trace(tmp_path / "t.trace", cfg, 3000, 9, skew=0.3, per_cycle=2, gap=400_000_000)
+    one = simulate_trace(cfg, tr, SimOptions(intake="per-channel", epoch=10**13))
+    two = simulate_trace(cfg, tr, SimOptions(intake="per-channel", epoch=10**13, threads=2))
+    assert one.summary["idle_cycles_skipped_in_closed_form"] > 0
+    assert two.summary["idle_cycles_skipped_in_closed_form"] > 0
+    assert _same(one, two) == []
+
+
+def test_threads_8_channel_hbm2(tmp_path):
+    cfg = load_config("HBM2")
+    assert cfg.channels == 8
+    tr = _trace(tmp_path / "t.trace", cfg, 8000, 3, skew=0.4, per_cycle=3)
+    one = simulate_trace(cfg, tr, SimOptions(intake="per-channel", epoch=1000))
+    for threads in (2, 3):
+        many = simulate_trace(cfg, tr, SimOptions(intake="per-channel", epoch=1000,
+                                                  threads=threads))
+        assert _same(one, many) == []
+
+
+def test_threads_refused_where_not_exact(tmp_path):
+    with pytest.raises(SimulatorInputError, match="per-channel"):
+        SimOptions(threads=2)                           # DRAMsim3's intake: coupled
+    with pytest.raises(SimulatorInputError, match="command trace"):
+        SimOptions(threads=2, intake="per-channel", cmd_trace=tmp_path / "c.txt")
+    with pytest.raises(SimulatorInputError, match="track_completions"):
+        SimOptions(threads=2, intake="per-channel", track_completions=True)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(SimulatorInputError, match="threads"):
+            SimOptions(threads=bad, intake="per-channel")
+    with pytest.raises(SimulatorInputError, match="simulate_trace"):
+        Simulator(load_config("HBM2"), SimOptions(threads=2, intake="per-channel"))
+
+
+def test_threads_one_channel_runs_one_thread(tmp_path):
+    cfg = load_config("DDR4-3200")
+    assert cfg.channels == 1
+    tr = _trace(tmp_path / "t.trace", cfg, 2000, 1, skew=0.0, per_cycle=2)
+    one = simulate_trace(cfg, tr, SimOptions(intake="per-channel"))
+    two = simulate_trace(cfg, tr, SimOptions(intake="per-channel", threads=2))
+    assert _same(one, two) == []
+
+
+def test_cli_threads(tmp_path, capsys):
+    import json
+
+    import main
+    cfg = load_config("HBM2")
+    tr = _trace(tmp_path / "t.trace", cfg, 3000, 4, skew=0.5, per_cycle=3)
+    outs = []
+    for threads in ("1", "2"):
+        out = tmp_path / f"s{threads}.json"
+        assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out", str(out),
+                          "--intake", "per-channel", "--threads", threads]) == 0
+        s = json.loads(out.read_text())
+        for k in NOT_COMPARED:
+            s.pop(k)
+        outs.append(s)
+    assert outs[0] == outs[1]
+    assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out",
+                      str(tmp_path / "x.json"), "--threads", "2"]) != 0
+    assert "per-channel" in capsys.readouterr().err

@@ -59,6 +59,11 @@ _GATHER_OPS = {"embedding", "index", "index_select", "gather"}
 #: ``FusedAdamMathFunctor`` / ``FusedAdagradMathFunctor`` store every list ``i`` with
 #: ``i != kGradIdx || grad_scale_ptr`` (aten/src/ATen/native/cuda/fused_adam_utils.cuh).
 _GRAD_STORED_ONLY_WHEN_SCALED = {"_fused_adam_", "_fused_adamw_", "_fused_adagrad_"}
+#: Fused attention kernels (``TraceSpec.attention = "flash"``).  Their 0-dim outputs/inputs
+#: (the philox seed and offset) are host tensors on CUDA when dropout is 0, so they make no
+#: device traffic; on ``meta`` they would look like device tensors and are dropped.
+FUSED_ATTENTION_OPS = {"_scaled_dot_product_efficient_attention",
+                       "_scaled_dot_product_efficient_attention_backward"}
 
 
 @dataclass
@@ -277,6 +282,9 @@ class _Recorder(TorchDispatchMode):
         written = list(mutated)
         if not mutated:
             written = outs
+        if short in FUSED_ATTENTION_OPS:
+            read = [t for t in read if t.dim() > 0]
+            written = [t for t in written if t.dim() > 0]
         accesses = [self._access(t, False) for t in read]
         if short in _GATHER_OPS and accesses and written:
             table = accesses[0]

@@ -91,6 +91,10 @@ class TraceSpec:
                                              # "fused" (fused=True: one _fused_adamw_
                                              # multi-tensor kernel) or "single" (one set of
                                              # kernels per tensor, foreach=False)
+    attention: str = "math"                  # attention kernel: "math" (the models' own
+                                             # bmm-softmax-bmm, score matrix in memory) or
+                                             # "flash" (fused memory-efficient SDPA kernel,
+                                             # no score matrix; docs/workloads.md)
     census_phases: tuple[str, ...] = ("optimizer",)   # sampled mode: phases whose whole
                                              # stream runs through the cache model (counted as
                                              # measured, not extrapolated; requests outside the
@@ -113,6 +117,10 @@ class TraceSpec:
         if self.optimizer not in OPTIMIZERS:
             raise DiffMemError(f"optimizer {self.optimizer!r}: expected one of "
                                f"{', '.join(OPTIMIZERS)}")
+        from engine.workloads.models.common import ATTENTION_KERNELS
+        if self.attention not in ATTENTION_KERNELS:
+            raise DiffMemError(f"attention {self.attention!r}: expected one of "
+                               f"{', '.join(ATTENTION_KERNELS)}")
         if self.order not in ("gpu", "sequential"):
             raise DiffMemError(f"order {self.order!r}: expected 'gpu' or 'sequential'")
         if self.pages not in ("random", "identity"):
@@ -368,7 +376,9 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01,
                             foreach=spec.optimizer == "foreach",
                             fused=spec.optimizer == "fused")
-    cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
+    from engine.workloads.models.common import attention_kernel
+    with attention_kernel(spec.attention):
+        cap = capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
     placement = place(cap)
     roles = np.array([s.role for s in cap.storages], np.uint8)
     acc = Accelerator()
@@ -588,6 +598,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                           "hash_memory": mem.name if addr_hash is not None else None},
             "order": spec.order,
             "optimizer": spec.optimizer,
+            "attention": spec.attention,
             "gpu_model": asdict(gpu) if gpu is not None else None,
             "mean_sequential_run": (stats.requests / max(1, stats.requests - stats.sequential)
                                     if stats.requests else 0.0),

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from typing import Iterator
 
 import torch
 from torch import nn
@@ -28,13 +30,46 @@ def group_norm(channels: int, groups: int = 32) -> nn.GroupNorm:
     return nn.GroupNorm(g, channels, eps=1e-6)
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Plain (materialised) softmax attention over [batch*heads, tokens, dim] tensors.
+#: Attention kernels the models can be traced with (``TraceSpec.attention``).
+ATTENTION_KERNELS = ("math", "flash")
+_attention_kernel = "math"
 
-    Written out as two batched matrix multiplies around a softmax, as the DDPM/LDM/DiT
-    reference implementations do, so the [tokens x tokens] score matrix is a real tensor
-    whose memory traffic the trace captures.
+
+@contextmanager
+def attention_kernel(kind: str) -> Iterator[None]:
+    """Run the models' :func:`attention` with kernel ``kind`` ("math" or "flash") inside."""
+    global _attention_kernel
+    if kind not in ATTENTION_KERNELS:
+        raise ValueError(f"attention kernel {kind!r}: expected one of {ATTENTION_KERNELS}")
+    prev, _attention_kernel = _attention_kernel, kind
+    try:
+        yield
+    finally:
+        _attention_kernel = prev
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Softmax attention over [batch*heads, tokens, dim] tensors.
+
+    ``math`` (default): written out as two batched matrix multiplies around a softmax, as the
+    DDPM/LDM/DiT reference implementations do, so the [tokens x tokens] score matrix is a
+    real tensor whose memory traffic the trace captures.
+
+    ``flash`` (inside ``attention_kernel("flash")``): one fused kernel,
+    ``aten._scaled_dot_product_efficient_attention`` (the CUTLASS memory-efficient kernel
+    that ``F.scaled_dot_product_attention`` selects on CUDA for fp32, and one of the two
+    fused kernels it selects for fp16/bf16), whose autograd backward is
+    ``_scaled_dot_product_efficient_attention_backward``: no score matrix reaches memory.
+    The op is called directly because ``F.scaled_dot_product_attention`` on the ``meta``
+    device the capture runs on picks the math decomposition.  The kernel needs the head
+    dimension contiguous (stride 1); inputs that are not (DDPM's transposed q/k/v) are
+    copied first, as a user would have to for the fused path to be eligible.
     """
+    if _attention_kernel == "flash":
+        q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+        out = torch.ops.aten._scaled_dot_product_efficient_attention(
+            q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), None, True)[0]
+        return out.squeeze(1)
     scale = q.shape[-1] ** -0.5
     scores = torch.bmm(q, k.transpose(1, 2)) * scale
     weights = torch.softmax(scores, dim=-1)

@@ -23,11 +23,18 @@ tiles), which holds when one head's K and V (``lk (d + dv) item`` bytes, at most
 here) fit in the 40 MiB L2.  :func:`l2_side_bytes` gives the kernel's L2-side read traffic
 for comparison.
 
-Query block size: PyTorch's mem-efficient kernels (``aten/src/ATen/native/transformers/cuda/
-mem_eff_attention/kernels/cutlassF.h``, sm80) are instantiated as 64x64 (head dim <= 64),
-64x128 (<= 128) and 32x128 ``gmem`` (any head dim), queries x keys per block; dispatch takes
-the first whose ``kMaxK`` covers the head dim.  The listing was read for bf16; fp32 is
-assumed to use the same three shapes (not checked).
+Sources, all in the installed torch 2.13 (``.venv/.../torch/``):
+
+* query block: ``include/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF.h``,
+  ``dispatch_cutlassF_f32_sm80`` (the same three shapes for bf16/f16): ``AttentionKernel``
+  instantiated 64x64 (``kMaxK`` 64), 64x128 (``kMaxK`` 128) and 32x128 ``gmem`` (``kMaxK``
+  65536), queries x keys per block; the launcher takes the first whose ``kMaxK`` covers the
+  head dim (PyTorch's ``attention.cu``, not shipped: from its source, not checked here).
+* ``LSE_ALIGN``: ``kernel_forward.h``, ``kAlignLSE = 32``; ``_meta_registrations.py``
+  allocates the logsumexp as ``ceil(M / 32) * 32``.
+* backend choice: ``torch._C._get_sdp_priority_order()`` is FLASH, EFFICIENT, MATH, CUDNN;
+  ``include/ATen/native/transformers/sdp_utils_cpp.h`` ``check_last_dim_stride_equals_1_dense``
+  makes every fused kernel ineligible unless q, k, v have stride 1 in the head dim.
 """
 from __future__ import annotations
 

@@ -14,17 +14,17 @@ h5py = pytest.importorskip("h5py")
 from engine.errors import DiffMemError  # noqa: E402
 from engine.workloads.capture import PHASE_ID, capture_step  # noqa: E402
 from engine.workloads.flash import (LSE_ALIGN, flash_bytes, l2_side_bytes,  # noqa: E402
-                                    queries_per_block)
+                                    queries_per_block, working_set_bytes)
 from engine.workloads.generate import TraceSpec, generate_trace  # noqa: E402
-from engine.workloads.models.common import attention_kernel  # noqa: E402
+from engine.workloads.models.common import attention_kernel, split_heads  # noqa: E402
 from engine.workloads.registry import build  # noqa: E402
 
 FWD = "aten._scaled_dot_product_efficient_attention.default"
 BWD = "aten._scaled_dot_product_efficient_attention_backward.default"
 
 
-def _capture(kind: str):
-    _, cfg, model, inputs = build("ddpm", batch=2, size="tiny")
+def _capture(kind: str, workload: str = "ddpm"):
+    _, cfg, model, inputs = build(workload, batch=2, size="tiny")
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
     with attention_kernel(kind):
         return capture_step(model, lambda m: m(*inputs), opt, torch.device("meta"))
@@ -57,6 +57,57 @@ def test_fused_ops_move_the_closed_form_bytes() -> None:
         assert (fb.backward_read, fb.backward_write) == (5 * 16384 + 512, 3 * 16384)
 
 
+def test_fp32_backward_runs_the_delta_prelude_of_the_cuda_wrapper() -> None:
+    # _efficient_attention_backward computes delta = (dO * O).sum(-1) with two ATen kernels
+    # for fp32 before the fused kernel: a product read from dO and O, written fp32, then
+    # summed to one fp32 per query
+    cap = _capture("flash")
+    for i, op in enumerate(cap.ops):
+        if op.name != BWD:
+            continue
+        mul, red = cap.ops[i - 2], cap.ops[i - 1]
+        assert mul.name == "aten.mul.Tensor" and red.name == "aten.sum.dim_IntList"
+        assert mul.phase == red.phase == PHASE_ID["backward"]
+        fb = flash_bytes(2, 64, 64, 32, 32, 4)
+        assert mul.bytes_read + red.bytes_read == fb.delta_read == 2 * 16384 + 16384
+        assert mul.bytes_written + red.bytes_written == fb.delta_write == 16384 + 2 * 64 * 4
+        # the product is what dO and O are: the two inputs are the fused op's dO and O
+        dO, out = op.accesses[0], op.accesses[4]
+        assert {(a.storage, a.offset) for a in mul.accesses if not a.is_write} == \
+            {(dO.storage, dO.offset), (out.storage, out.offset)}
+    # 16-bit: the kernel computes delta itself, no prelude
+    assert flash_bytes(2, 64, 64, 32, 32, 2).delta_read == 0
+    assert flash_bytes(2, 64, 64, 32, 32, 2).delta_write == 0
+
+
+def test_multi_head_models_hand_views_to_the_fused_kernel() -> None:
+    # DiT (timm's Attention) and LDM (diffusers) pass [batch, heads, tokens, dim] views with
+    # stride 1 in dim to SDPA: no copy before the fused kernel; the math path keeps the
+    # reference code's [batch*heads, tokens, dim] copy
+    t = torch.empty(2, 5, 3, 4, 8, device="meta").permute(2, 0, 3, 1, 4)[0]   # qkv[0]
+    with attention_kernel("flash"):
+        v = split_heads(t)
+    assert v.shape == (2, 4, 5, 8) and v.untyped_storage()._cdata == t.untyped_storage()._cdata
+    m = split_heads(t)
+    assert m.shape == (8, 5, 8) and m.is_contiguous()
+    cap = _capture("flash", "dit-traj")
+    fwd = [i for i, op in enumerate(cap.ops) if op.name == FWD]
+    assert fwd
+    for i in fwd:
+        assert "clone" not in cap.ops[i - 1].name
+        b, h, lq, d = cap.ops[i].accesses[0].shape
+        assert h > 1
+    # more than one head: delta is transposed and copied once more (bh x lq fp32 each way)
+    for i, op in enumerate(cap.ops):
+        if op.name == BWD:
+            b, h, lq, d = op.accesses[1].shape
+            fb = flash_bytes(b * h, lq, lq, d, d, 4, heads=h)
+            pre = cap.ops[i - 3:i]
+            assert [p.name.split(".")[1] for p in pre] == ["mul", "sum", "clone"]
+            assert sum(p.bytes_read for p in pre) == fb.delta_read
+            assert sum(p.bytes_written for p in pre) == fb.delta_write
+
+
 def test_flash_writes_no_score_matrix_and_math_does() -> None:
     math_cap, flash_cap = _capture("math"), _capture("flash")
     assert any(a.score for op in math_cap.ops for a in op.accesses)
@@ -80,6 +131,11 @@ def test_trace_attention_requests_equal_the_closed_form(tmp_path: Path) -> None:
         op = f["trace/op"][:]
         is_write = f["trace/is_write"][:].astype(bool)
     fb = flash_bytes(2, 64, 64, 32, 32, 4)
+    delta_ids = [i - k for i, n in enumerate(names) if n == BWD for k in (1, 2)]
+    sel = np.isin(op, delta_ids)
+    assert 64 * int((sel & ~is_write).sum()) == 4 * fb.delta_read
+    # the 512 B delta rounds to 8 lines per call
+    assert 64 * int((sel & is_write).sum()) == 4 * fb.delta_write
     fwd_ids = [i for i, n in enumerate(names) if n == FWD]
     bwd_ids = [i for i, n in enumerate(names) if n == BWD]
     assert len(fwd_ids) == len(bwd_ids) == 4
@@ -100,6 +156,10 @@ def test_query_block_and_l2_side_reads() -> None:
     # 1024 queries, head dim 256: 32 query blocks, each streaming K and V
     bh, l, d = 8, 1024, 256
     assert l2_side_bytes(bh, l, l, d, d, 4) == bh * l * d * 4 + 32 * bh * l * 2 * d * 4
+    # DDPM 256x256, batch 8: one 512-channel head over 16 x 16 tokens; every tensor 4 MiB
+    fwd, bwd = working_set_bytes(8, 256, 256, 512, 512, 4)
+    assert fwd == 4 * 4 * 2 ** 20 + 8 * 256 * 4
+    assert bwd == 8 * 4 * 2 ** 20 + 2 * 8 * 256 * 4
 
 
 def test_unknown_attention_kernel_is_refused(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 from torch import nn
@@ -48,32 +48,84 @@ def attention_kernel(kind: str) -> Iterator[None]:
         _attention_kernel = prev
 
 
+class _FusedAttention(torch.autograd.Function):
+    """PyTorch's memory-efficient SDPA kernel with the backward its CUDA wrapper runs.
+
+    Inputs are [batch, heads, tokens, dim] (BHMK, stride 1 in ``dim``; one head for the
+    [batch*heads, tokens, dim] callers).
+    Forward: ``aten._scaled_dot_product_efficient_attention``.  Backward, as
+    ``_efficient_attention_backward`` in ``aten/src/ATen/native/transformers/cuda/
+    attention_backward.cu`` does before launching the kernel: ``grad_out.contiguous()``
+    (a copy only when the incoming gradient is strided), and, for fp32 (the
+    kernel's ``kKernelComputesDelta`` is false unless the dtype is 16-bit,
+    ``mem_eff_attention/kernel_backward.h``), ``delta = (grad_out.float() *
+    out.float()).sum(-1).transpose(-2, -1).contiguous()`` (two ATen kernels, three with
+    more than one head); then
+    ``aten._scaled_dot_product_efficient_attention_backward``.  Those ops run here so the
+    capture records them (on ``meta`` the fused backward is one allocation and nothing else).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, q: torch.Tensor, k: torch.Tensor,  # type: ignore[override]
+                v: torch.Tensor) -> torch.Tensor:
+        out, lse, seed, offset = torch.ops.aten._scaled_dot_product_efficient_attention(
+            q, k, v, None, True)
+        ctx.save_for_backward(q, k, v, out, lse, seed, offset)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor  # type: ignore[override]
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        q, k, v, out, lse, seed, offset = ctx.saved_tensors
+        g = grad.transpose(1, 2).contiguous()          # BMHK, as the CUDA wrapper sees it
+        if g.element_size() > 2:                       # fp32: delta precomputed by ATen
+            (g.float() * out.transpose(1, 2).float()).sum(-1).transpose(-2, -1).contiguous()
+        dq, dk, dv, _ = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
+            g.transpose(1, 2), q, k, v, None, out, lse, seed, offset, 0.0,
+            [True, True, True, False])
+        return dq, dk, dv
+
+
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Softmax attention over [batch*heads, tokens, dim] tensors.
+    """Softmax attention over [batch*heads, tokens, dim] tensors (under "flash" also
+    [batch, heads, tokens, dim] ones from :func:`split_heads`; the result has their rank).
 
-    ``math`` (default): written out as two batched matrix multiplies around a softmax, as the
-    DDPM/LDM/DiT reference implementations do, so the [tokens x tokens] score matrix is a
-    real tensor whose memory traffic the trace captures.
+    ``math`` (default): written out as two batched matrix multiplies around a softmax, as
+    the DDPM and LDM reference implementations do (and timm's ``Attention``, which DiT's
+    reference imports, when its fused path is off), so the [tokens x tokens] score matrix
+    is a real tensor whose memory traffic the trace captures.
 
-    ``flash`` (inside ``attention_kernel("flash")``): one fused kernel,
-    ``aten._scaled_dot_product_efficient_attention`` (the CUTLASS memory-efficient kernel
-    that ``F.scaled_dot_product_attention`` selects on CUDA for fp32, and one of the two
-    fused kernels it selects for fp16/bf16), whose autograd backward is
-    ``_scaled_dot_product_efficient_attention_backward``: no score matrix reaches memory.
-    The op is called directly because ``F.scaled_dot_product_attention`` on the ``meta``
-    device the capture runs on picks the math decomposition.  The kernel needs the head
-    dimension contiguous (stride 1); inputs that are not (DDPM's transposed q/k/v) are
-    copied first, as a user would have to for the fused path to be eligible.
+    ``flash`` (inside ``attention_kernel("flash")``): what ``F.scaled_dot_product_attention``
+    runs on CUDA for these shapes: the CUTLASS memory-efficient kernel
+    (``aten._scaled_dot_product_efficient_attention`` and its backward, see
+    :class:`_FusedAttention` and :mod:`engine.workloads.flash`): no score matrix reaches
+    memory.  The op is called directly because ``F.scaled_dot_product_attention`` on the
+    ``meta`` device the capture runs on picks the math decomposition.  Every fused kernel
+    needs stride 1 in the head dimension (``check_last_dim_stride_equals_1_dense`` in
+    ``sdp_utils_cpp.h``; otherwise SDPA silently takes the math path); inputs that are not
+    (DDPM's transposed q/k/v) are copied first, which is what a user who wants the fused
+    kernel pays (diffusers pays the same three copies inside its ``to_q``/``to_k``/``to_v``
+    matmuls, which clone the transposed input).
     """
     if _attention_kernel == "flash":
         q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
-        out = torch.ops.aten._scaled_dot_product_efficient_attention(
-            q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), None, True)[0]
+        if q.dim() == 4:
+            return _FusedAttention.apply(q, k, v)
+        out = _FusedAttention.apply(q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1))
         return out.squeeze(1)
     scale = q.shape[-1] ** -0.5
     scores = torch.bmm(q, k.transpose(1, 2)) * scale
     weights = torch.softmax(scores, dim=-1)
     return torch.bmm(weights, v)
+
+
+def split_heads(t: torch.Tensor) -> torch.Tensor:
+    """What :func:`attention` takes from a multi-head [batch, heads, tokens, dim] view: the
+    reference code's [batch*heads, tokens, dim] copy under "math"; under "flash" the view
+    itself, as timm and diffusers hand it to SDPA (no copy: the head dim has stride 1)."""
+    if _attention_kernel == "flash" and t.stride(-1) == 1:
+        return t
+    return t.reshape(-1, t.shape[-2], t.shape[-1])
 
 
 class AttentionModule(nn.Module):

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from engine.workloads.models.common import AttentionModule, attention, timestep_embedding
+from engine.workloads.models.common import (AttentionModule, attention, split_heads,
+                                            timestep_embedding)
 
 
 def _modulate(x: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
@@ -32,7 +33,7 @@ class SelfAttention(AttentionModule):
         b, n, c = x.shape
         hd = c // self.heads
         qkv = self.qkv(x).reshape(b, n, 3, self.heads, hd).permute(2, 0, 3, 1, 4)
-        q, k, v = (qkv[i].reshape(b * self.heads, n, hd) for i in range(3))
+        q, k, v = (split_heads(qkv[i]) for i in range(3))
         out = attention(q, k, v).reshape(b, self.heads, n, hd).transpose(1, 2)
         return self.proj(out.reshape(b, n, c))
 

@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from engine.workloads.models.common import (AttentionModule, attention, group_norm,
-                                            timestep_embedding)
+                                            split_heads, timestep_embedding)
 from engine.workloads.models.ddpm import AttnBlock, Downsample, ResBlock, Upsample
 
 
@@ -138,8 +138,7 @@ class CrossAttention(AttentionModule):
 
     def _split(self, t: torch.Tensor) -> torch.Tensor:
         b, n, c = t.shape
-        return t.reshape(b, n, self.heads, c // self.heads).transpose(1, 2).reshape(
-            b * self.heads, n, c // self.heads)
+        return split_heads(t.reshape(b, n, self.heads, c // self.heads).transpose(1, 2))
 
     def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
         ctx = x if context is None else context

@@ -54,7 +54,10 @@ backward kernel
 These are the bytes of the tensors; the generator issues each tensor's distinct 64-byte
 lines once per operator (:mod:`engine.workloads.expand`), which is what the trace carries
 before its L2 filter.  Inside the kernels tensors are re-read: in the forward every query
-block of ``queries_per_block(d)`` queries streams all of K and V (:func:`l2_side_bytes`);
+block of ``queries_per_block(d)`` queries streams all of K and V (:func:`l2_side_bytes`),
+and above head dim 128 (the ``gmem`` kernel: ``kKeepOutputInRF`` is false when ``kMaxK >
+kKeysPerBlock``, ``kernel_forward.h``) accumulates O in memory over ``ceil(lk / 128)`` key
+blocks (16-bit dtypes in an extra fp32 buffer of twice O's size, ``kNeedsOutputAccumulatorBuffer``);
 in the backward the grid is (key splits, heads, batch) and every block of keys streams all
 of Q, dO, logsumexp and delta, accumulating dQ in memory, and in fp32 dK/dV are
 accumulated in memory too (``kOutputInRF`` is false unless 16-bit).  The trace assumes

@@ -85,22 +85,27 @@ def cmd_capture(args: argparse.Namespace) -> None:
             clones = sum(op.bytes_read + op.bytes_written for op in cap.ops
                          if op.phase == PHASES.index("attention") and "clone" in op.name)
             for i, op in enumerate(cap.ops):
-                if op.name == FWD:
-                    b, h, lq, d = op.accesses[0].shape
-                    lk, dv = op.accesses[1].shape[2], op.accesses[2].shape[3]
-                    item = {"float32": 4}.get(op.accesses[0].dtype, 2)
-                    fb = flash_bytes(b * h, lq, lk, d, dv, item, heads=h)
-                    closed += fb.total
+                if op.name not in (FWD, BWD):
+                    continue
+                qa = op.accesses[0] if op.name == FWD else op.accesses[1]
+                b, h, lq, d = qa.shape
+                ka, va = (op.accesses[1], op.accesses[2]) if op.name == FWD else (
+                    op.accesses[2], op.accesses[3])
+                lk, dv = ka.shape[2], va.shape[3]
+                item = {"float32": 4}.get(qa.dtype, 2)
+                fb = flash_bytes(b * h, lq, lk, d, dv, item, heads=h)
+                fused += op.bytes_read + op.bytes_written
+                if op.name == FWD:      # calls without a backward (frozen modules) count once
+                    closed += fb.forward_read + fb.forward_write
                     calls.append([b * h, lq, lk, d, dv, item])
                     ws.append(working_set_bytes(b * h, lq, lk, d, dv, item))
                     scores += math_score_bytes(b * h, lq, lk, item)
-                if op.name in (FWD, BWD):
-                    fused += op.bytes_read + op.bytes_written
-                if op.name == BWD:          # the delta prelude: the ops since the last conv
-                    j = i - 1
-                    while j >= 0 and cap.ops[j].name.split(".")[1] in ("mul", "sum", "clone"):
-                        prelude_cap += cap.ops[j].bytes_read + cap.ops[j].bytes_written
-                        j -= 1
+                else:                   # the delta prelude: mul, sum (+ copy with heads > 1)
+                    closed += (fb.backward_read + fb.backward_write + fb.delta_read
+                               + fb.delta_write)
+                    n_pre = (2 + (h > 1)) if item > 2 else 0
+                    prelude_cap += sum(p.bytes_read + p.bytes_written
+                                       for p in cap.ops[i - n_pre:i])
             row.update({"calls": len(calls), "call_shapes_bh_lq_lk_d_dv_item": sorted(
                             {tuple(c) for c in calls}),
                         "closed_form_bytes": closed,

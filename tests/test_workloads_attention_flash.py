@@ -166,3 +166,23 @@ def test_unknown_attention_kernel_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DiffMemError, match="math, flash"):
         generate_trace(TraceSpec("ddpm", batch=2, size="tiny", attention="sdpa"),
                        tmp_path / "x.h5")
+
+
+def test_cross_attention_calls_match_the_closed_form() -> None:
+    # LDM: cross-attention (64 queries over 16 context tokens, 4 heads) and self-attention;
+    # the frozen autoencoder's attention has a forward call and no backward
+    cap = _capture("flash", "ldm-sr")
+    fwd = [op for op in cap.ops if op.name == FWD]
+    bwd = [op for op in cap.ops if op.name == BWD]
+    assert len(bwd) < len(fwd)
+    assert any(op.accesses[0].shape[2] != op.accesses[1].shape[2] for op in fwd)   # lq != lk
+    for op in fwd:
+        (b, h, lq, d), lk, dv = op.accesses[0].shape, op.accesses[1].shape[2], \
+            op.accesses[2].shape[3]
+        fb = flash_bytes(b * h, lq, lk, d, dv, 4, heads=h)
+        assert (op.bytes_read, op.bytes_written) == (fb.forward_read, fb.forward_write)
+    for op in bwd:
+        (b, h, lq, d), lk, dv = op.accesses[1].shape, op.accesses[2].shape[2], \
+            op.accesses[3].shape[3]
+        fb = flash_bytes(b * h, lq, lk, d, dv, 4, heads=h)
+        assert (op.bytes_read, op.bytes_written) == (fb.backward_read, fb.backward_write)

@@ -197,7 +197,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
                      cache_bytes=int(args.cache_mib * 2**20), memory=args.memory,
                      pages=args.pages, placement_seed=args.placement_seed,
                      fold_addresses=args.fold_addresses, address_hash=args.address_hash,
-                     order=args.order, optimizer=args.optimizer)
+                     order=args.order, optimizer=args.optimizer,
+                     attention=args.attention)
     summary = generate_trace(spec, args.out)
     print(format_summary(summary))
     print(f"trace written to {args.out}")
@@ -748,6 +749,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="AdamW kernels: multi-tensor foreach (PyTorch's CUDA default), fused "
                         "(fused=True: one kernel, 16 B read + 12 B written per fp32 "
                         "parameter) or one set of kernels per parameter tensor (foreach=False)")
+    p.add_argument("--attention", default="math", choices=("math", "flash"),
+                   help="attention kernel: math (the models' own matmul-softmax-matmul, score "
+                        "matrix in memory: the reference implementations) or flash (PyTorch's "
+                        "fused memory-efficient SDPA kernel, no score matrix; docs/workloads.md)")
     p.add_argument("--out", required=True, metavar="TRACE.h5", help="HDF5 trace output")
     p.add_argument("--text", metavar="TRACE.txt", help="also export a DRAMsim3 text trace")
     p.add_argument("--summary", metavar="SUMMARY.json", help="also write the summary as JSON")

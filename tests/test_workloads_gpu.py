@@ -258,3 +258,19 @@ def test_cli_trace_fused_adamw(tmp_path: Path) -> None:
                       "--optimizer", "fused", "--memory", "DDR4-3200", "--out",
                       str(tmp_path / "t.h5"), "--summary", str(js)]) == 0
     assert json.loads(js.read_text())["optimizer"] == "fused"
+
+
+def test_cli_trace_flash_attention(tmp_path: Path) -> None:
+    import json
+
+    import main
+    js = tmp_path / "s.json"
+    assert main.main(["trace", "--workload", "ddpm", "--batch", "2", "--size", "tiny",
+                      "--attention", "flash", "--memory", "DDR4-3200", "--out",
+                      str(tmp_path / "t.h5"), "--summary", str(js)]) == 0
+    import h5py
+    assert json.loads(js.read_text())["attention"] == "flash"
+    with h5py.File(tmp_path / "t.h5", "r") as h5:
+        names = {n.decode() for n in h5["ops"]["name"][:]}
+    assert "aten._scaled_dot_product_efficient_attention.default" in names, sorted(names)
+    assert "aten._scaled_dot_product_efficient_attention_backward.default" in names

@@ -6,6 +6,8 @@ it did, and a second call skips the runs already there.
         [--configs large small] [--networks ...] [--methods fadiff ga dosa random bo] \
         [--seeds 0 1 2 3 4] [--cpu-seconds 5] [--tag NAME]
     .venv/bin/python benchmarks/optimizer_table.py --out RUNS.jsonl --report [--tag NAME]
+    .venv/bin/python benchmarks/optimizer_table.py --out RUNS.jsonl --targets \
+        --networks resnet18 gpt3_6.7b_ffn [--seeds 0 1]
 
 Every run: ``optimizer.methods.optimize`` with the same CPU-second budget (one torch thread),
 the same exact evaluator and the same refinement stage; a line holds the raw (search only)
@@ -139,6 +141,9 @@ def report(args: argparse.Namespace) -> str:
         if args.methods_order:          # these methods only, in this order
             methods = [m for m in args.methods_order if m in methods]
         nets = [n for n in args.networks if any(r["network"] == n for r in rs)]
+        # the runs of the table only: its networks and methods (the run count, loads, CPU-s
+        # and fused edges below were over every run of the config in the file before)
+        rs = [r for r in rs if r["network"] in nets and label(r) in methods]
         cell: dict[tuple[str, str, str], list[float]] = {}
         for r in rs:
             cell.setdefault((r["network"], label(r), "raw"), []).append(r["raw_edp"])
@@ -191,6 +196,49 @@ def report(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+#: issue 13's targets: (numerator method, its column, denominator method, its column, bound)
+TARGETS = (("fadiff", "raw", "ga", "raw", 0.9), ("fadiff", "raw", "dosa", "raw", 0.9),
+           ("fadiff", "refined", "random", "refined", 0.95))
+
+
+def targets(args: argparse.Namespace) -> str:
+    """Issue 13's targets table: per network, the ratio of the two methods' mean EDP over
+    the seeds both have; the geometric mean over the networks against the bound; and on how
+    many seeds the numerator is the lower."""
+    runs = [r for r in read_runs(Path(args.out)) if int(r["seed"]) in args.seeds
+            and (not args.tag or r.get("tag", "") in args.tag)]
+    nets = [n for n in args.networks if any(r["network"] == n for r in runs)]
+    lines = ["| | config | seeds | " + " | ".join(nets) + " | geomean | wins (seeds) | target |",
+             "|---|---|---|" + "---:|" * len(nets) + "---:|---:|---|"]
+    for num, ncol, den, dcol, bound in TARGETS:
+        for cfg in args.configs:
+            def edps(m: str, net: str, col: str) -> dict[int, float]:
+                return {int(r["seed"]): r["raw_edp" if col == "raw" else "edp"] for r in runs
+                        if r["config"] == cfg and r["network"] == net and r["method"] == m}
+            ratios, seeds_used, wins, pairs = [], set(), 0, 0
+            for net in nets:
+                a, b = edps(num, net, ncol), edps(den, net, dcol)
+                common = sorted(set(a) & set(b))
+                if not common:
+                    ratios.append(math.nan)
+                    continue
+                seeds_used |= set(common)
+                ratios.append((sum(a[s] for s in common) / len(common))
+                              / (sum(b[s] for s in common) / len(common)))
+                wins += sum(a[s] < b[s] for s in common)
+                pairs += len(common)
+            ok = [x for x in ratios if math.isfinite(x)]
+            if not ok:
+                continue
+            geo = _geo(ok)
+            verdict = ("met" if geo <= bound else "missed") if len(ok) == len(nets) else "incomplete"
+            lines.append(f"| {num} {ncol} / {den} {dcol} | {cfg} | {len(seeds_used)} | "
+                         + " | ".join("-" if not math.isfinite(x) else f"{x:.3f}"
+                                      for x in ratios)
+                         + f" | {geo:.3f} | {wins} of {pairs} | <= {bound:g}: {verdict} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     from optimizer.workload import NETWORKS
 
@@ -210,13 +258,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fused-halo", choices=["refetch", "slide"], default="refetch",
                     help="the fused-input rule of the cost model (default: refetch)")
     ap.add_argument("--report", action="store_true", help="print the tables and exit")
+    ap.add_argument("--targets", action="store_true",
+                    help="print issue 13's targets table (ratios per network, geomean, wins) "
+                         "and exit")
     ap.add_argument("--methods-order", nargs="+", default=None,
                     help="with --report: only these methods, in this order")
     ap.add_argument("--tags", dest="tag_filter", nargs="+", default=None)
     args = ap.parse_args(argv)
-    if args.report:
+    if args.report or args.targets:
         args.tag = args.tag_filter
-        print(report(args))
+        print(targets(args) if args.targets else report(args))
         return 0
     run_all(args)
     return 0

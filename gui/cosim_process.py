@@ -114,9 +114,15 @@ def payload_from_stored(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def cosim_in_child(net: Any, sched: Any, hw: Any, memory_spec: str, layout: str,
-                   placement: str, bins: int, conn: Any) -> None:
-    """Entry point of the child process."""
+                   placement: str, bins: int, conn: Any, fused_halo: str | None = None) -> None:
+    """Entry point of the child process; ``fused_halo``: the cost model's fused-input rule
+    the schedule was searched under, applied for this process (None: the default rule)."""
     try:
+        if fused_halo is not None:
+            from optimizer import costmodel
+            if fused_halo not in costmodel.FUSED_HALO_RULES:
+                raise ValueError(f"unknown fused-halo rule '{fused_halo}'")
+            costmodel.FUSED_HALO = fused_halo
         payload = cosim_payload(net, sched, hw, memory_spec, layout, placement, bins,
                                 progress=lambda name: conn.send(("layer", name)))
         conn.send(("finished", payload))

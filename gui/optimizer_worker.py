@@ -24,8 +24,9 @@ import os
 import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -35,6 +36,13 @@ EMIT_EVERY_S = 0.05          # progress batches at most 20 times a second
 POLL_S = 0.02                # the co-simulation thread's look at the pipe and the cancel flag
 JOIN_S = 5.0
 WORKER_NICENESS = 5          # the search thread yields the CPU to the GUI thread (Linux)
+#: the cost model's fused-input rules (``optimizer.costmodel.FUSED_HALO_RULES``, which imports
+#: torch; a test checks the two agree): "refetch", the default, each DRAM tile of a fused
+#: group's first layer fetches its input window with its halo (Stream, Gemmini's tiled
+#: convolutions); "slide", the window slides across the tiles (Timeloop's rule)
+FUSED_HALO_RULES = ("refetch", "slide")
+DEFAULT_FUSED_HALO = "refetch"
+_HALO_LOCK = threading.Lock()    # the rule is the cost model's process-wide setting
 
 
 
@@ -55,6 +63,12 @@ class OptimizerJob:
     seconds: float | None = None
     seed: int = 0
     cpu_seconds: float | None = None        # optimizer.search.Budget.cpu_seconds
+    fused_halo: str = DEFAULT_FUSED_HALO    # the cost model's fused-input rule (FUSED_HALO_RULES)
+
+    def __post_init__(self) -> None:
+        if self.fused_halo not in FUSED_HALO_RULES:
+            raise ValueError(f"unknown fused-halo rule '{self.fused_halo}': expected one of "
+                             f"{', '.join(FUSED_HALO_RULES)}")
 
 
 @dataclass
@@ -76,6 +90,8 @@ class OptimizerOutcome:
     stopped_early: bool = False              # the user cancelled: the best schedule so far
     cosim_payload: dict[str, Any] | None = None   # its last co-simulation (shown with it)
     run_id: str | None = None                # its name in the project, once stored
+    fused_halo: str | None = None            # the rule it was searched under; None: a stored
+                                             # run from before the rule was recorded
 
     @property
     def edp(self) -> float:
@@ -92,6 +108,25 @@ class OptimizerOutcome:
     @property
     def valid(self) -> bool:
         return bool(self.schedule["valid"])
+
+
+@contextmanager
+def fused_halo_rule(rule: str | None) -> Iterator[str]:
+    """Apply the cost model's fused-input rule ``rule`` (None: leave it as it is) for the
+    block, as ``main.py``'s ``--fused-halo`` does for its process, and put the previous rule
+    back after it; yields the rule in force.  Imports the cost model (torch)."""
+    from optimizer import costmodel
+
+    with _HALO_LOCK:
+        before = costmodel.FUSED_HALO
+        if rule is not None:
+            if rule not in costmodel.FUSED_HALO_RULES:
+                raise ValueError(f"unknown fused-halo rule '{rule}'")
+            costmodel.FUSED_HALO = rule
+        try:
+            yield costmodel.FUSED_HALO
+        finally:
+            costmodel.FUSED_HALO = before
 
 
 def lower_thread_priority(step: int = WORKER_NICENESS) -> None:
@@ -217,10 +252,14 @@ class OptimizerWorker(QObject):
             # stop() makes the running method's budget (and every stage's share) read as spent
             budget = Budget(evaluations=job.evaluations, seconds=job.seconds,
                             cpu_seconds=job.cpu_seconds, stop=self._stop.is_set)
-            res, space = optimize(net, hw, m, budget, job.seed, self._on_progress,
-                                  self._cancel.is_set)
-            self._flush()
-            sched = schedule_json(res, space)
+            # the fused-input rule for this run only (the CLI's --fused-halo sets it for its
+            # process); recorded in the schedule file as the CLI records it
+            with fused_halo_rule(job.fused_halo) as halo:
+                res, space = optimize(net, hw, m, budget, job.seed, self._on_progress,
+                                      self._cancel.is_set)
+                self._flush()
+                sched = schedule_json(res, space)
+            sched["fused_halo"] = halo
             history = [progress_dict(p) for p in res.history]
             final = final_point(m, history, res.evaluations, res.wall_s, sched)
             if final is not None:
@@ -228,7 +267,7 @@ class OptimizerWorker(QObject):
                 self.progress.emit([final])
             out = OptimizerOutcome(m, job.seed, net.name, hw.name, sched, history, res.wall_s,
                                    res.evaluations, net, hw, res.schedule,
-                                   stopped_early=self._stop.is_set())
+                                   stopped_early=self._stop.is_set(), fused_halo=halo)
             done.append(out)
             self.result.emit(out)
         return done
@@ -273,7 +312,9 @@ class CosimWorker(QObject):
     def __init__(self, outcome: OptimizerOutcome, memory: str, layout: str = "nhwc",
                  placement: str = "packed", bins: int = 200) -> None:
         super().__init__()
+        # the child scores the schedule under the rule it was searched with
         self.args = (outcome.net, outcome.mapping, outcome.hw, memory, layout, placement, bins)
+        self.fused_halo = outcome.fused_halo
         self._cancel = threading.Event()
         self.box: dict[str, Any] = {}
 
@@ -299,7 +340,7 @@ class CosimWorker(QObject):
         ctx = mp.get_context("spawn")        # never fork a process that runs Qt threads
         receive, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=cosim_in_child, name="diffmem-cosim", daemon=True,
-                           args=(*self.args, send))
+                           args=(*self.args, send), kwargs={"fused_halo": self.fused_halo})
         proc.start()
         send.close()
         try:

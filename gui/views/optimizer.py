@@ -1,6 +1,14 @@
-"""The optimiser view: pick a network, a Gemmini hardware, a method, a seed and a budget; run
-it (or every method in turn), watch the search converge, see the schedule as a Gantt chart,
-compare methods in a table, and co-simulate a schedule's DRAM traffic on an engine memory.
+"""The optimiser view: pick a network, a Gemmini hardware, a method, a seed, a budget and the
+cost model's fused-halo rule; run it (or every method in turn), watch the search converge,
+see the schedule as a Gantt chart, compare methods in a table, and co-simulate a schedule's
+DRAM traffic on an engine memory.
+
+The fused-halo rule is the CLI's ``--fused-halo``: "refetch" (the default: each DRAM tile of
+a fused group's first layer fetches its input window with its halo, as Stream counts it) or
+"slide" (Timeloop's sliding window).  The run applies it while it searches
+(:func:`gui.optimizer_worker.fused_halo_rule`), the schedule file records it
+(``fused_halo``, as ``optimize --out`` does), the table shows it, and a co-simulation scores
+the schedule under it.
 
 Layout, top to bottom: the controls; the live curves (loss, EDP and best EDP on a log axis,
 FADiff's Gumbel-Softmax temperature, the summed constraint violation; x = evaluations); the
@@ -31,7 +39,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridL
                                QTableWidgetItem, QToolButton, QVBoxLayout, QWidget)
 
 from gui import plot_export
-from gui.optimizer_worker import (CosimRun, OptimizerJob, OptimizerOutcome, OptimizerRun,
+from gui.optimizer_worker import (DEFAULT_FUSED_HALO, FUSED_HALO_RULES, CosimRun,
+                                  OptimizerJob, OptimizerOutcome, OptimizerRun,
                                   start_cosimulation, start_optimization)
 from gui.plots.gantt import GanttChart
 from gui.plots.log_axis import use_log_y
@@ -45,12 +54,14 @@ CURVE_PLOTS = ("loss", "edp", "tau", "violation")
 TIMELINE_PLOTS = ("gantt", "dram_time", "hit_rate", "banks")
 PLOTS = CURVE_PLOTS + TIMELINE_PLOTS
 TABLE_COLUMNS = ("method", "network", "hardware", "seed", "EDP", "energy", "latency",
-                 "valid", "wall", "evaluations")
+                 "valid", "wall", "evaluations", "fused halo")
 #: how each table column is written (gui.units): EDP in J·accelerator cycles, energy in J,
 #: latency in accelerator cycles, wall time in s; the CSV keeps the raw numbers
 COLUMN_UNITS = {"EDP": "pJ·cyc", "energy": "pJ", "latency": "cyc", "wall": "s"}
 CSV_COLUMNS = ("method", "network", "hardware", "seed", "edp_pj_cycles", "energy_pj",
-               "latency_cycles", "valid", "wall_s", "evaluations")
+               "latency_cycles", "valid", "wall_s", "evaluations", "fused_halo")
+#: the table's text for a stored run from before the fused-halo rule was recorded
+HALO_UNKNOWN = "not recorded"
 CHANNEL_CHOICES = ("preset", "1", "2", "4", "8", "16")
 DRAM_ROWS = {"model DMA": 2.0, "engine service": 1.0, "engine paced": 0.0}
 SPEC_ROLE = Qt.ItemDataRole.UserRole
@@ -126,6 +137,16 @@ class OptimizerView(QWidget):
             combo.setProperty("last", combo.currentIndex())
             combo.activated.connect(lambda i, c=combo, k=kind: self._on_source_chosen(c, k, i))
         self.method_combo = self._combo("methodCombo", list(METHODS))
+        self.halo_combo = QComboBox()
+        self.halo_combo.setObjectName("haloCombo")
+        for rule in FUSED_HALO_RULES:
+            self.halo_combo.addItem(rule, rule)
+        self.halo_combo.setCurrentIndex(self.halo_combo.findData(DEFAULT_FUSED_HALO))
+        self.halo_combo.setToolTip(
+            "Input traffic of a fused group's first layer (the CLI's --fused-halo): refetch, "
+            "the default, each DRAM tile fetches its input window with its halo, as Stream and "
+            "Gemmini's tiled convolutions do; slide, the window slides across the tiles "
+            "(Timeloop's rule, which unfused layers always use)")
         self.seed_spin = QSpinBox()
         self.seed_spin.setObjectName("seedSpin")
         self.seed_spin.setRange(0, 2**31 - 1)
@@ -195,7 +216,11 @@ class OptimizerView(QWidget):
         grid.addWidget(QLabel("Method"), 0, 4)
         grid.addWidget(self.method_combo, 0, 5)
         grid.addWidget(QLabel("Seed"), 1, 0)
-        grid.addWidget(self.seed_spin, 1, 1)
+        seed = QHBoxLayout()                 # the seed and the cost model's fused-halo rule
+        seed.addWidget(self.seed_spin, 1)
+        seed.addWidget(QLabel("Fused halo"))
+        seed.addWidget(self.halo_combo)
+        grid.addLayout(seed, 1, 1)
         grid.addWidget(QLabel("Budget"), 1, 2)
         budget = QHBoxLayout()
         budget.addWidget(self.budget_spin, 1)
@@ -381,7 +406,8 @@ class OptimizerView(QWidget):
             evaluations=amount if kind == "evaluations" else None,
             seconds=float(amount) if kind == "seconds" else None,
             cpu_seconds=float(amount) if kind == "CPU seconds" else None,
-            seed=int(self.seed_spin.value()))
+            seed=int(self.seed_spin.value()),
+            fused_halo=str(self.halo_combo.currentData() or DEFAULT_FUSED_HALO))
 
     def refresh_memories(self, project: Any | None) -> None:
         """The co-simulation's Memory list: the open project's configurations (the editor's
@@ -517,7 +543,7 @@ class OptimizerView(QWidget):
     def _set_busy(self, busy: bool) -> None:
         for w in (self.run_button, self.compare_button, self.network_combo,
                   self.hardware_combo, self.method_combo, self.seed_spin, self.budget_spin,
-                  self.budget_kind, self.memory_combo, self.channels_combo):
+                  self.budget_kind, self.halo_combo, self.memory_combo, self.channels_combo):
             w.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
         has = self.shown is not None
@@ -642,6 +668,8 @@ class OptimizerView(QWidget):
                                history, float(st.get("wall_s", 0.0) or 0.0),
                                int(st.get("evaluations", sched.get("evaluations", 0)) or 0))
         out.run_id = data.get("run_id")
+        halo = sched.get("fused_halo", st.get("fused_halo"))     # the schedule file records it
+        out.fused_halo = str(halo) if halo in FUSED_HALO_RULES else None
         if isinstance(st.get("cosim"), dict):
             from gui.cosim_process import payload_from_stored
             out.cosim_payload = payload_from_stored(st["cosim"])
@@ -674,7 +702,8 @@ class OptimizerView(QWidget):
     @staticmethod
     def _row(o: OptimizerOutcome) -> list[Any]:
         return [o.method, o.network, o.hardware, o.seed, o.edp, o.energy_pj, o.latency_cycles,
-                o.valid, round(float(o.wall_s), 3), int(o.evaluations)]
+                o.valid, round(float(o.wall_s), 3), int(o.evaluations),
+                o.fused_halo or HALO_UNKNOWN]
 
     def _on_selection(self) -> None:
         rows = self.results_table.selectionModel().selectedRows()

@@ -19,6 +19,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from types import MappingProxyType
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
@@ -338,7 +339,8 @@ class Simulator:
         s["cmd_log"] = z((CMD_LOG_ROWS if self.options.cmd_trace is not None else 1,
                           K.LOG_COLS), np.int64)
         s["scratch"] = z((nb + 3, K.NSRC), np.int64)
-        self.s = s
+        self.consts = K.Consts(P, self.tables.count, self.tables.nxt, self.tables.delay)
+        self._set_state(K.State(**s))
 
     # ---------------------------------------------------------------- running
     @property
@@ -347,18 +349,13 @@ class Simulator:
         return int(self.s["G"][K.G_CLK])
 
     def _call(self, addr, isw, cyc, src, rid, final: bool, stop: int, horizon: int) -> int:
-        s = self.s
-        return K.run_kernel(
-            self.P, self.tables.count, self.tables.nxt, self.tables.delay, s["G"], s["CS"],
-            s["C"], s["BK"], s["RK"], s["b_state"], s["b_row"], s["b_hits"], s["b_timing"],
-            s["b_open_since"], s["b_last_conflict"], s["b_streak"], s["r_open"], s["faw"],
-            s["faw_n"], s["aw32"], s["aw32_n"], s["refq"], s["q_lb"], s["src_rank"], s["tq_n"],
-            s["tq_addr"], s["tq_isw"], s["tq_src"], s["tq_q"], s["cq_n"], s["cq"], s["pr_head"], s["pr_next"],
-            s["pr_addr"], s["pr_added"], s["pr_id"], s["pw_head"], s["pw_next"], s["pw_addr"],
-            s["pw_added"], s["pw_id"], s["ring_r_t"], s["ring_r_code"], s["ring_r_lat"],
-            s["ring_f_t"], s["ring_f_code"], s["ring_f_lat"], s["hist_r"], s["hist_w"],
-            s["comp_out"], s["cmd_log"], s["scratch"], addr, isw, cyc, src, rid, len(addr), int(final),
-            stop, horizon)
+        return K.run_kernel(self.consts, self.state, K.Chunk(addr, isw, cyc, src, rid),
+                            int(final), stop, horizon)
+
+    def _set_state(self, state: K.State) -> None:
+        """Make `state` the kernel's state; `self.s` names its arrays (a read-only view)."""
+        self.state = state
+        self.s = MappingProxyType(state._asdict())
 
     def _run(self, addr, isw, cyc, src, rid, final: bool, horizon: int,
              progress: ProgressFn | None, cancel: Callable[[], bool] | None,
@@ -490,7 +487,7 @@ class Simulator:
             k = (end - self.clock) // p - 1
             if k > 0:
                 for name, dv in change.items():
-                    s[name] += k * dv
+                    s[name][...] += k * dv
                 self.fast_forwards += 1
                 self.fast_forward_cycles += k * p
             return
@@ -797,8 +794,8 @@ class _ChannelThreads:
         self.subs: list[Simulator] = []
         for ch in range(nch):
             sub = Simulator(cfg, one)
-            for k in self.per_channel:
-                sub.s[k] = np.ascontiguousarray(sub.s[k][ch:ch + 1])
+            sub._set_state(sub.state._replace(**{
+                k: np.ascontiguousarray(sub.s[k][ch:ch + 1]) for k in self.per_channel}))
             sub.P[K.P_CHANNELS] = 1
             sub.P[K.P_CH_MASK] = 0
             sub._epoch_base = sub._snapshot()

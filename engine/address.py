@@ -3,8 +3,11 @@
 :func:`decode` splits byte addresses into (channel, rank, bank group, bank, row, column)
 exactly as the kernel's ``_decode`` does: DRAMsim3's mapping string, then the optional XOR
 bank interleave (bank ^= low row bits, bank group ^= the next row bits). The GUI's bank
-heatmap and the workload tools should call it rather than re-deriving positions and masks;
-``tests/test_address.py`` checks it against the kernel's decoder.
+heatmap and command timeline, the workload generator's open-page statistic and the threaded
+simulator's channel split call it rather than re-deriving positions and masks; the numba
+kernel keeps its own twin (``engine.kernel._decode``, on the positions and masks the
+simulator copies into the configuration vector from the same config properties), and
+``tests/test_address.py`` checks the two against each other.
 """
 from __future__ import annotations
 
@@ -40,9 +43,22 @@ def decode(cfg: Any, addr: Any) -> Fields:
     return Fields(ch, ra, bg, ba, ro, co)
 
 
+def channel(cfg: Any, addr: Any) -> np.ndarray:
+    """The channel of each byte address (the XOR interleave never changes it): what
+    :func:`decode` gives as ``ch``, without decoding the other fields."""
+    a = np.asarray(addr)
+    a = a.view(np.uint64) if a.dtype == np.int64 else a.astype(np.uint64)
+    shift = np.uint64(int(cfg.shift_bits) + int(cfg.field_positions["ch"]))
+    return ((a >> shift) & np.uint64(cfg.field_masks["ch"])).astype(np.int64)
+
+
 def bank_index(cfg: Any, addr: Any) -> np.ndarray:
     """Flat bank index (channel, rank, bank group, bank: the engine's per-bank order)."""
-    f = decode(cfg, addr)
+    return bank_of(cfg, decode(cfg, addr))
+
+
+def bank_of(cfg: Any, f: Fields) -> np.ndarray:
+    """:func:`bank_index` of fields already decoded."""
     banks = int(cfg.banks)
     bpg = int(cfg.banks_per_group_eff)
     return (f.ch * int(cfg.ranks) + f.ra) * banks + f.bg * bpg + f.ba

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
+from engine import address, policies
 from engine import kernel as K
-from engine import policies
 from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check_gaps,
                                check_span)
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
@@ -804,8 +804,6 @@ class _ChannelThreads:
         from concurrent.futures import ThreadPoolExecutor
         self.pool = ThreadPoolExecutor(min(int(options.threads), nch),
                                        thread_name_prefix="diffmem-ch")
-        P = self.master.P
-        self._dec = (np.uint64(P[K.P_SHIFT] + P[K.P_CH_POS]), np.uint64(P[K.P_CH_MASK]))
 
     def _each(self, fn) -> list:
         return list(self.pool.map(fn, range(len(self.subs))))
@@ -865,8 +863,7 @@ class _ChannelThreads:
             m._check_addresses(a)
         if n == 0:
             return
-        shift, mask = self._dec
-        chan = ((a.view(np.uint64) >> shift) & mask).astype(np.int64)
+        chan = address.channel(self.cfg, a)
         for lo, hi, idle_first in (m._split_at_gaps(c) if m._ff_period else [(0, n, False)]):
             if idle_first:
                 self._advance(int(c[lo]), cancel)

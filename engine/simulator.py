@@ -202,8 +202,6 @@ class Simulator:
         tqs = cfg.trans_queue_size
         if nch > 127:
             raise ConfigError(f"channels = {nch}: at most 127 channels are supported", key="channels")
-        pos = cfg.field_positions
-        widths = cfg.field_widths
         P = np.zeros(K.NP, np.int64)
         P[K.P_CHANNELS] = nch
         P[K.P_RANKS] = ranks
@@ -234,12 +232,14 @@ class Simulator:
         P[K.P_DUAL_CMD] = int(cfg.dual_cmd_eff)
         P[K.P_READ_DELAY] = cfg.read_delay
         P[K.P_WRITE_DELAY] = cfg.write_delay
-        P[K.P_SHIFT] = cfg.shift_bits
+        # the address mapping, from the one declaration engine.address.decode also reads
+        amap = address.mapping(cfg)
+        P[K.P_SHIFT] = amap.shift
         for fld, pk, mk in (("ch", K.P_CH_POS, K.P_CH_MASK), ("ra", K.P_RA_POS, K.P_RA_MASK),
                             ("bg", K.P_BG_POS, K.P_BG_MASK), ("ba", K.P_BA_POS, K.P_BA_MASK),
                             ("ro", K.P_RO_POS, K.P_RO_MASK), ("co", K.P_CO_POS, K.P_CO_MASK)):
-            P[pk] = pos[fld]
-            P[mk] = (1 << widths[fld]) - 1
+            P[pk] = amap.pos[fld]
+            P[mk] = amap.mask[fld]
         P[K.P_ROW_HIT_CAP] = cfg.row_hit_cap
         try:
             P[K.P_SCHED] = SCHEDULERS[cfg.scheduler]
@@ -266,7 +266,7 @@ class Simulator:
             P[K.P_DBG_W] = cfg.bank_group_window
             if P[K.P_SCHED] == K.SCHED_DRAMSIM3:
                 P[K.P_SCHED] = K.SCHED_DRAMSIM3_RR
-        P[K.P_XOR] = int(bool(cfg.xor_bank_interleave))
+        P[K.P_XOR] = int(amap.xor)
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
         P[K.P_PHANTOM_EOF] = int(self.options.phantom_eof_read)
         P[K.P_INTAKE] = INTAKES[self.options.intake]

@@ -113,10 +113,11 @@ NEED_INPUT, FINISHED, PAUSED, DEADLOCK = 0, 1, 2, 3
 
 
 # ---- the kernel's arguments, three bundles (one typed argument each) -------------------------
-# numba takes a named tuple of arrays as one argument and compiles one specialisation per
-# combination of array ranks, i.e. one; run_kernel unpacks the fields once at entry. The
-# arrays are allocated in one place (engine.simulator.Simulator._build_state); the field
-# names are the state's names there (Simulator.s maps them to the same arrays).
+# The named tuples declare the bundles (names, order); run_kernel receives each as a plain
+# tuple of its fields (numba compiles one specialisation: the array ranks never vary) and
+# unpacks it once at entry, in this order. The arrays are allocated in one place
+# (engine.simulator.Simulator._build_state); the field names are the state's names there
+# (Simulator.s maps them to the same arrays).
 class Consts(NamedTuple):
     """What a run does not change: the configuration vector and the timing tables."""
 
@@ -1191,66 +1192,19 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
     that no request arrives earlier), every accepted request has completed after the last input (FINISHED), or
     the stop cycle, a full command log or a full completion buffer is reached (PAUSED).
 
-    `k` is a :class:`Consts`, `s` a :class:`State`, `inp` a :class:`Chunk`; `final` says
-    the chunk ends the trace. The bundles are unpacked once here, so the event loop below
-    works on plain local arrays as before."""
-    P = k.P
-    TN = k.TN
-    TX = k.TX
-    TD = k.TD
-    G = s.G
-    CS = s.CS
-    C = s.C
-    BK = s.BK
-    RK = s.RK
-    b_state = s.b_state
-    b_row = s.b_row
-    b_hits = s.b_hits
-    b_timing = s.b_timing
-    b_open_since = s.b_open_since
-    b_last_conflict = s.b_last_conflict
-    b_streak = s.b_streak
-    r_open = s.r_open
-    faw = s.faw
-    faw_n = s.faw_n
-    aw32 = s.aw32
-    aw32_n = s.aw32_n
-    refq = s.refq
-    q_lb = s.q_lb
-    src_rank = s.src_rank
-    tq_n = s.tq_n
-    tq_addr = s.tq_addr
-    tq_isw = s.tq_isw
-    tq_src = s.tq_src
-    tq_q = s.tq_q
-    cq_n = s.cq_n
-    cq = s.cq
-    pr_head = s.pr_head
-    pr_next = s.pr_next
-    pr_addr = s.pr_addr
-    pr_added = s.pr_added
-    pr_id = s.pr_id
-    pw_head = s.pw_head
-    pw_next = s.pw_next
-    pw_addr = s.pw_addr
-    pw_added = s.pw_added
-    pw_id = s.pw_id
-    ring_r_t = s.ring_r_t
-    ring_r_code = s.ring_r_code
-    ring_r_lat = s.ring_r_lat
-    ring_f_t = s.ring_f_t
-    ring_f_code = s.ring_f_code
-    ring_f_lat = s.ring_f_lat
-    hist_r = s.hist_r
-    hist_w = s.hist_w
-    comp_out = s.comp_out
-    cmd_log = s.cmd_log
-    scratch = s.scratch
-    in_addr = inp.addr
-    in_isw = inp.isw
-    in_cyc = inp.cyc
-    in_src = inp.src
-    in_id = inp.id
+    `k`, `s` and `inp` are the fields of a :class:`Consts`, a :class:`State` and a
+    :class:`Chunk` as plain tuples (``tuple(state)``: numba types a plain tuple of arrays in
+    its C fast path, a named tuple in Python, 2 us more per call); `final` says the chunk
+    ends the trace. The bundles are unpacked once here, in their classes' field order
+    (tests/test_simulator_api.py checks the order), so the event loop below works on plain
+    local arrays as before."""
+    P, TN, TX, TD = k
+    (G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since, b_last_conflict,
+     b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb, src_rank, tq_n, tq_addr, tq_isw,
+     tq_src, tq_q, cq_n, cq, pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next,
+     pw_addr, pw_added, pw_id, ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code,
+     ring_f_lat, hist_r, hist_w, comp_out, cmd_log, scratch) = s
+    in_addr, in_isw, in_cyc, in_src, in_id = inp
     n_in = in_addr.shape[0]
     t = G[G_CLK]
     nch = P[P_CHANNELS]

@@ -340,6 +340,7 @@ class Simulator:
                           K.LOG_COLS), np.int64)
         s["scratch"] = z((nb + 3, K.NSRC), np.int64)
         self.consts = K.Consts(P, self.tables.count, self.tables.nxt, self.tables.delay)
+        self._consts_t = tuple(self.consts)
         self._set_state(K.State(**s))
 
     # ---------------------------------------------------------------- running
@@ -349,12 +350,14 @@ class Simulator:
         return int(self.s["G"][K.G_CLK])
 
     def _call(self, addr, isw, cyc, src, rid, final: bool, stop: int, horizon: int) -> int:
-        return K.run_kernel(self.consts, self.state, K.Chunk(addr, isw, cyc, src, rid),
+        # the bundles as plain tuples (see kernel.run_kernel); the chunk in Chunk's order
+        return K.run_kernel(self._consts_t, self._state_t, (addr, isw, cyc, src, rid),
                             int(final), stop, horizon)
 
     def _set_state(self, state: K.State) -> None:
         """Make `state` the kernel's state; `self.s` names its arrays (a read-only view)."""
         self.state = state
+        self._state_t = tuple(state)
         self.s = MappingProxyType(state._asdict())
 
     def _run(self, addr, isw, cyc, src, rid, final: bool, horizon: int,

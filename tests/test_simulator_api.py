@@ -189,6 +189,24 @@ def test_one_kernel_specialisation_for_every_memory_and_mode(ddr4, tmp_path):
     assert len(K.run_kernel.signatures) == 1
 
 
+def test_the_kernel_unpacks_its_bundles_in_their_declared_order():
+    """run_kernel receives the bundles as plain tuples (numba's fast dispatch path) and
+    unpacks them positionally: its unpacking must name the NamedTuples' fields in order."""
+    import ast
+    import inspect
+    import textwrap
+    from engine import kernel as K
+    tree = ast.parse(textwrap.dedent(inspect.getsource(K.run_kernel.py_func)))
+    unpacked = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                and isinstance(node.targets[0], ast.Tuple):
+            unpacked[node.value.id] = tuple(e.id for e in node.targets[0].elts)
+    assert unpacked["k"] == K.Consts._fields
+    assert unpacked["s"] == K.State._fields
+    assert tuple("in_" + f for f in K.Chunk._fields) == unpacked["inp"]
+
+
 def test_a_second_process_loads_the_kernel_from_the_cache(ddr4, tmp_path):
     """cache=True works with the bundled signature: once this process has the kernel (it
     compiles and stores it, or loads it), a fresh interpreter loads it without compiling."""

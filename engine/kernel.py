@@ -1,7 +1,10 @@
 """The numba core: one memory system (all channels), advanced cycle by cycle, skipping idle time.
 
-Everything here is plain arrays and integers (structure of arrays). `engine.simulator` owns the
-arrays, feeds request chunks in, and turns the counters into statistics.
+Everything here is plain arrays and integers (structure of arrays). `run_kernel` takes them as
+three bundles, :class:`Consts` (configuration vector, timing tables), :class:`State` (the
+mutable state) and :class:`Chunk` (the input requests), plus three scalars; `engine.simulator`
+allocates the bundles from the config, feeds request chunks in, and turns the counters into
+statistics.
 
 Order of one cycle t, as DRAMsim3 does it (NOTES.md §2), so results compare cycle for cycle:
 
@@ -22,6 +25,8 @@ Each command queue keeps a lower bound of the cycle at which any of its entries 
 valid until its content or its bank's state changes, so busy cycles skip waiting banks cheaply.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -105,6 +110,84 @@ HASH_BUCKETS = 1024     # per channel, for the pending read / write maps
 
 # kernel return codes
 NEED_INPUT, FINISHED, PAUSED, DEADLOCK = 0, 1, 2, 3
+
+
+# ---- the kernel's arguments, three bundles (one typed argument each) -------------------------
+# The named tuples declare the bundles (names, order); run_kernel receives each as a plain
+# tuple of its fields (numba compiles one specialisation: the array ranks never vary) and
+# unpacks it once at entry, in this order. The arrays are allocated in one place
+# (engine.simulator.Simulator._build_state); the field names are the state's names there
+# (Simulator.s maps them to the same arrays).
+class Consts(NamedTuple):
+    """What a run does not change: the configuration vector and the timing tables."""
+
+    P: np.ndarray        # int64[NP + 1]: P_* configuration slots
+    TN: np.ndarray       # timing tables (engine.timing.build_tables: count, nxt, delay)
+    TX: np.ndarray
+    TD: np.ndarray
+
+
+class State(NamedTuple):
+    """The memory system's mutable state (every array int64; see the index constants above)."""
+
+    G: np.ndarray                # [NG] global scalars
+    CS: np.ndarray               # [ch, NCS] per-channel scalars
+    C: np.ndarray                # [ch, NC] per-channel counters
+    BK: np.ndarray               # [ch, bank, NBK] per-bank counters
+    RK: np.ndarray               # [ch, rank, NRK] per-rank counters
+    b_state: np.ndarray          # [ch, bank]: bank open / closed, its row, hits since ACT, ...
+    b_row: np.ndarray
+    b_hits: np.ndarray
+    b_timing: np.ndarray         # [ch, command, slot]: earliest legal cycle per scope slot
+    b_open_since: np.ndarray
+    b_last_conflict: np.ndarray
+    b_streak: np.ndarray
+    r_open: np.ndarray           # [ch, rank] open banks
+    faw: np.ndarray              # [ch, rank, 4] / [ch, rank]: tFAW window
+    faw_n: np.ndarray
+    aw32: np.ndarray             # [ch, rank, 32] / [ch, rank]: GDDR t32AW window
+    aw32_n: np.ndarray
+    refq: np.ndarray             # [ch, REFQ_CAP, 4] pending refreshes
+    q_lb: np.ndarray             # [ch, queue] lower bound of a queue's next ready cycle
+    src_rank: np.ndarray         # [ch, NSRC] PAR-BS source ranking
+    tq_n: np.ndarray             # [ch, 2] transaction queues (read/unified, write)
+    tq_addr: np.ndarray          # [ch, 2, size]
+    tq_isw: np.ndarray
+    tq_src: np.ndarray
+    tq_q: np.ndarray
+    cq_n: np.ndarray             # [ch, queue] command queues
+    cq: np.ndarray               # [ch, queue, entry, NCQ]
+    pr_head: np.ndarray          # pending reads: [ch, HASH_BUCKETS] heads, [ch, cap] lists
+    pr_next: np.ndarray
+    pr_addr: np.ndarray
+    pr_added: np.ndarray
+    pr_id: np.ndarray
+    pw_head: np.ndarray          # pending writes, the same
+    pw_next: np.ndarray
+    pw_addr: np.ndarray
+    pw_added: np.ndarray
+    pw_id: np.ndarray
+    ring_r_t: np.ndarray         # [RING] completions of reads from DRAM
+    ring_r_code: np.ndarray
+    ring_r_lat: np.ndarray
+    ring_f_t: np.ndarray         # [RING] posted / forwarded completions
+    ring_f_code: np.ndarray
+    ring_f_lat: np.ndarray
+    hist_r: np.ndarray           # [ch, bins] latency histograms
+    hist_w: np.ndarray
+    comp_out: np.ndarray         # [rows, 2] (request id, completion cycle)
+    cmd_log: np.ndarray          # [rows, LOG_COLS] command log
+    scratch: np.ndarray          # [banks + 3, NSRC] PAR-BS work space
+
+
+class Chunk(NamedTuple):
+    """One chunk of input requests, in trace order (int64 arrays of one length)."""
+
+    addr: np.ndarray
+    isw: np.ndarray      # 1: write
+    cyc: np.ndarray      # arrival cycle
+    src: np.ndarray      # request source (PAR-BS)
+    id: np.ndarray       # request id (completions), -1: none
 
 
 @njit(cache=True, inline='always', _nrt=False)
@@ -1103,17 +1186,26 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def run_kernel(P, TN, TX, TD, G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since,
-               b_last_conflict, b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb,
-               src_rank, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq, pr_head,
-               pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
-               ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code, ring_f_lat, hist_r,
-               hist_w, comp_out, cmd_log, scratch, in_addr, in_isw, in_cyc, in_src, in_id, n_in, final,
-               stop_cycle, horizon):
+def run_kernel(k, s, inp, final, stop_cycle, horizon):
     """Advance the memory system from cycle G[G_CLK] until the input chunk is used up
     (NEED_INPUT; with no input the kernel still runs up to `horizon`, the caller's promise
     that no request arrives earlier), every accepted request has completed after the last input (FINISHED), or
-    the stop cycle, a full command log or a full completion buffer is reached (PAUSED)."""
+    the stop cycle, a full command log or a full completion buffer is reached (PAUSED).
+
+    `k`, `s` and `inp` are the fields of a :class:`Consts`, a :class:`State` and a
+    :class:`Chunk` as plain tuples (``tuple(state)``: numba types a plain tuple of arrays in
+    its C fast path, a named tuple in Python, 2 us more per call); `final` says the chunk
+    ends the trace. The bundles are unpacked once here, in their classes' field order
+    (tests/test_simulator_api.py checks the order), so the event loop below works on plain
+    local arrays as before."""
+    P, TN, TX, TD = k
+    (G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since, b_last_conflict,
+     b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb, src_rank, tq_n, tq_addr, tq_isw,
+     tq_src, tq_q, cq_n, cq, pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next,
+     pw_addr, pw_added, pw_id, ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code,
+     ring_f_lat, hist_r, hist_w, comp_out, cmd_log, scratch) = s
+    in_addr, in_isw, in_cyc, in_src, in_id = inp
+    n_in = in_addr.shape[0]
     t = G[G_CLK]
     nch = P[P_CHANNELS]
     nranks = P[P_RANKS]

@@ -19,13 +19,14 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from types import MappingProxyType
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
+from engine import address, policies
 from engine import kernel as K
-from engine import policies
 from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check_gaps,
                                check_span)
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
@@ -201,8 +202,6 @@ class Simulator:
         tqs = cfg.trans_queue_size
         if nch > 127:
             raise ConfigError(f"channels = {nch}: at most 127 channels are supported", key="channels")
-        pos = cfg.field_positions
-        widths = cfg.field_widths
         P = np.zeros(K.NP, np.int64)
         P[K.P_CHANNELS] = nch
         P[K.P_RANKS] = ranks
@@ -233,12 +232,14 @@ class Simulator:
         P[K.P_DUAL_CMD] = int(cfg.dual_cmd_eff)
         P[K.P_READ_DELAY] = cfg.read_delay
         P[K.P_WRITE_DELAY] = cfg.write_delay
-        P[K.P_SHIFT] = cfg.shift_bits
+        # the address mapping, from the one declaration engine.address.decode also reads
+        amap = address.mapping(cfg)
+        P[K.P_SHIFT] = amap.shift
         for fld, pk, mk in (("ch", K.P_CH_POS, K.P_CH_MASK), ("ra", K.P_RA_POS, K.P_RA_MASK),
                             ("bg", K.P_BG_POS, K.P_BG_MASK), ("ba", K.P_BA_POS, K.P_BA_MASK),
                             ("ro", K.P_RO_POS, K.P_RO_MASK), ("co", K.P_CO_POS, K.P_CO_MASK)):
-            P[pk] = pos[fld]
-            P[mk] = (1 << widths[fld]) - 1
+            P[pk] = amap.pos[fld]
+            P[mk] = amap.mask[fld]
         P[K.P_ROW_HIT_CAP] = cfg.row_hit_cap
         try:
             P[K.P_SCHED] = SCHEDULERS[cfg.scheduler]
@@ -265,7 +266,7 @@ class Simulator:
             P[K.P_DBG_W] = cfg.bank_group_window
             if P[K.P_SCHED] == K.SCHED_DRAMSIM3:
                 P[K.P_SCHED] = K.SCHED_DRAMSIM3_RR
-        P[K.P_XOR] = int(bool(cfg.xor_bank_interleave))
+        P[K.P_XOR] = int(amap.xor)
         P[K.P_TRACK_IDS] = int(self.options.track_completions)
         P[K.P_PHANTOM_EOF] = int(self.options.phantom_eof_read)
         P[K.P_INTAKE] = INTAKES[self.options.intake]
@@ -338,7 +339,9 @@ class Simulator:
         s["cmd_log"] = z((CMD_LOG_ROWS if self.options.cmd_trace is not None else 1,
                           K.LOG_COLS), np.int64)
         s["scratch"] = z((nb + 3, K.NSRC), np.int64)
-        self.s = s
+        self.consts = K.Consts(P, self.tables.count, self.tables.nxt, self.tables.delay)
+        self._consts_t = tuple(self.consts)
+        self._set_state(K.State(**s))
 
     # ---------------------------------------------------------------- running
     @property
@@ -347,18 +350,15 @@ class Simulator:
         return int(self.s["G"][K.G_CLK])
 
     def _call(self, addr, isw, cyc, src, rid, final: bool, stop: int, horizon: int) -> int:
-        s = self.s
-        return K.run_kernel(
-            self.P, self.tables.count, self.tables.nxt, self.tables.delay, s["G"], s["CS"],
-            s["C"], s["BK"], s["RK"], s["b_state"], s["b_row"], s["b_hits"], s["b_timing"],
-            s["b_open_since"], s["b_last_conflict"], s["b_streak"], s["r_open"], s["faw"],
-            s["faw_n"], s["aw32"], s["aw32_n"], s["refq"], s["q_lb"], s["src_rank"], s["tq_n"],
-            s["tq_addr"], s["tq_isw"], s["tq_src"], s["tq_q"], s["cq_n"], s["cq"], s["pr_head"], s["pr_next"],
-            s["pr_addr"], s["pr_added"], s["pr_id"], s["pw_head"], s["pw_next"], s["pw_addr"],
-            s["pw_added"], s["pw_id"], s["ring_r_t"], s["ring_r_code"], s["ring_r_lat"],
-            s["ring_f_t"], s["ring_f_code"], s["ring_f_lat"], s["hist_r"], s["hist_w"],
-            s["comp_out"], s["cmd_log"], s["scratch"], addr, isw, cyc, src, rid, len(addr), int(final),
-            stop, horizon)
+        # the bundles as plain tuples (see kernel.run_kernel); the chunk in Chunk's order
+        return K.run_kernel(self._consts_t, self._state_t, (addr, isw, cyc, src, rid),
+                            int(final), stop, horizon)
+
+    def _set_state(self, state: K.State) -> None:
+        """Make `state` the kernel's state; `self.s` names its arrays (a read-only view)."""
+        self.state = state
+        self._state_t = tuple(state)
+        self.s = MappingProxyType(state._asdict())
 
     def _run(self, addr, isw, cyc, src, rid, final: bool, horizon: int,
              progress: ProgressFn | None, cancel: Callable[[], bool] | None,
@@ -490,7 +490,7 @@ class Simulator:
             k = (end - self.clock) // p - 1
             if k > 0:
                 for name, dv in change.items():
-                    s[name] += k * dv
+                    s[name][...] += k * dv
                 self.fast_forwards += 1
                 self.fast_forward_cycles += k * p
             return
@@ -797,8 +797,8 @@ class _ChannelThreads:
         self.subs: list[Simulator] = []
         for ch in range(nch):
             sub = Simulator(cfg, one)
-            for k in self.per_channel:
-                sub.s[k] = np.ascontiguousarray(sub.s[k][ch:ch + 1])
+            sub._set_state(sub.state._replace(**{
+                k: np.ascontiguousarray(sub.s[k][ch:ch + 1]) for k in self.per_channel}))
             sub.P[K.P_CHANNELS] = 1
             sub.P[K.P_CH_MASK] = 0
             sub._epoch_base = sub._snapshot()
@@ -807,8 +807,6 @@ class _ChannelThreads:
         from concurrent.futures import ThreadPoolExecutor
         self.pool = ThreadPoolExecutor(min(int(options.threads), nch),
                                        thread_name_prefix="diffmem-ch")
-        P = self.master.P
-        self._dec = (np.uint64(P[K.P_SHIFT] + P[K.P_CH_POS]), np.uint64(P[K.P_CH_MASK]))
 
     def _each(self, fn) -> list:
         return list(self.pool.map(fn, range(len(self.subs))))
@@ -868,8 +866,7 @@ class _ChannelThreads:
             m._check_addresses(a)
         if n == 0:
             return
-        shift, mask = self._dec
-        chan = ((a.view(np.uint64) >> shift) & mask).astype(np.int64)
+        chan = address.channel(self.cfg, a)
         for lo, hi, idle_first in (m._split_at_gaps(c) if m._ff_period else [(0, n, False)]):
             if idle_first:
                 self._advance(int(c[lo]), cancel)

@@ -4,7 +4,7 @@ a recorded command trace served, and so when that request arrived and when its d
 The command trace (DRAMsim3's format) does not name requests, but a column command names the
 exact location it reads or writes (channel, rank, bank group, bank, row, column), and the trace
 names each request's address, which the config's address mapping decodes into the same fields
-(:attr:`MemoryConfig.shift_bits`, ``field_positions``, ``field_masks``).  A column command is
+(:func:`engine.address.decode`, the engine's own decoder).  A column command is
 matched to the earliest-arrived, still unserved request of its direction to that location that
 arrived no later than the command (requests to one location are interchangeable for this).
 A read that arrives while a write to its location waits in the write queue is answered from that
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from engine.address import decode as engine_decode
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,11 @@ class Matching:
 
 
 def decode(cfg: Any, addr: np.ndarray) -> dict[str, np.ndarray]:
-    """Address fields (``ch ra bg ba ro co``) of byte addresses under ``cfg``'s mapping."""
-    a = np.asarray(addr, dtype=np.uint64) >> np.uint64(cfg.shift_bits)
-    pos, mask = cfg.field_positions, cfg.field_masks
-    return {k: (a >> np.uint64(pos[k])) & np.uint64(mask.get(k, 0)) for k in pos}
+    """Address fields (``ch ra bg ba ro co``) of byte addresses under ``cfg``'s mapping: the
+    engine's decoder (:func:`engine.address.decode`, the XOR bank interleave included, as
+    the command trace prints the bank the kernel decoded)."""
+    f = engine_decode(cfg, addr)
+    return {k: getattr(f, k) for k in ("ch", "ra", "bg", "ba", "ro", "co")}
 
 
 def read_requests(trace: str | Path, until: int, **kw: Any

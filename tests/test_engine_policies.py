@@ -168,3 +168,17 @@ def test_dramsim3_ini_configs_run_clean(shared_dir, tmp_path):
         st = simulate_trace(cfg, trace, SimOptions(cmd_trace=cmd, epoch=0)).summary
         assert st["num_reads_done"] + st["num_writes_done"] == 3000, name
         _check_clean(cfg, cmd)
+
+
+@pytest.mark.parametrize("current", ["dramsim3", "fcfs", "frfcfs", "parbs"])
+def test_policy_study_offers_the_registrys_schedulers(current: str) -> None:
+    """The controller-policy study's scheduler what-ifs come from engine.policies: every
+    scheduler but the config's own and DRAMsim3's round robin (the baseline default)."""
+    from engine.config import load_config
+    from engine.policies import SCHEDULERS
+    from engine.studies.catalog import ControllerPolicy
+    cfg = load_config("DDR4-3200").replace(scheduler=current)
+    got = [o["scheduler"] for _n, o in ControllerPolicy().default_variants(cfg)
+           if "scheduler" in o]
+    assert current not in got and "dramsim3" not in got and len(got) == len(set(got))
+    assert set(got) | {current, "dramsim3"} == set(SCHEDULERS)

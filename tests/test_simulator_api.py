@@ -166,3 +166,66 @@ def test_multi_file_traces_merge_by_time(ddr4, tmp_path):
     write_text(tmp_path / "b.trace", b)
     st = simulate_trace(ddr4, [tmp_path / "a.trace", tmp_path / "b.trace"]).summary
     assert st["num_reads_done"] == 3 and st["num_writes_done"] == 2
+
+
+def test_one_kernel_specialisation_for_every_memory_and_mode(ddr4, tmp_path):
+    """The kernel takes its state as one bundle (kernel.State) whose field names are the
+    simulator's state names; DDR4, HBM2 (dual command, 8 channels), a command trace,
+    completions and the threads mode's per-channel states all fit one compiled
+    specialisation (array ranks and layouts never vary), so nothing recompiles."""
+    from engine import kernel as K
+    sim = Simulator(ddr4, SimOptions(track_completions=True))
+    assert tuple(sim.s) == K.State._fields
+    assert all(a is b for a, b in zip(sim.s.values(), sim.state))
+    with pytest.raises(TypeError):
+        sim.s["G"] = np.zeros(K.NG, np.int64)       # replace through _set_state only
+    sim.close()
+    trace = tmp_path / "t.trace"
+    write_text(trace, _random_chunk(3000, seed=4))
+    hbm2 = load_config("HBM2")
+    simulate_trace(ddr4, trace, SimOptions(cmd_trace=tmp_path / "c.cmd", epoch=500))
+    simulate_trace(hbm2, trace, SimOptions(track_completions=True))
+    simulate_trace(hbm2, trace, SimOptions(intake="per-channel", threads=2))
+    assert len(K.run_kernel.signatures) == 1
+
+
+def test_the_kernel_unpacks_its_bundles_in_their_declared_order():
+    """run_kernel receives the bundles as plain tuples (numba's fast dispatch path) and
+    unpacks them positionally: its unpacking must name the NamedTuples' fields in order."""
+    import ast
+    import inspect
+    import textwrap
+    from engine import kernel as K
+    tree = ast.parse(textwrap.dedent(inspect.getsource(K.run_kernel.py_func)))
+    unpacked = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                and isinstance(node.targets[0], ast.Tuple):
+            unpacked[node.value.id] = tuple(e.id for e in node.targets[0].elts)
+    assert unpacked["k"] == K.Consts._fields
+    assert unpacked["s"] == K.State._fields
+    assert tuple("in_" + f for f in K.Chunk._fields) == unpacked["inp"]
+
+
+def test_a_second_process_loads_the_kernel_from_the_cache(ddr4, tmp_path):
+    """cache=True works with the bundled signature: once this process has the kernel (it
+    compiles and stores it, or loads it), a fresh interpreter loads it without compiling."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    from engine import kernel as K
+    trace = tmp_path / "t.trace"
+    write_text(trace, _random_chunk(500, seed=5))
+    simulate_trace(ddr4, trace, SimOptions())
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from engine import kernel as K\n"
+            "from engine.config import load_config\n"
+            "from engine.simulator import simulate_trace\n"
+            "simulate_trace(load_config('DDR4-3200'), sys.argv[2])\n"
+            "print(sum(K.run_kernel.stats.cache_hits.values()),"
+            " sum(K.run_kernel.stats.cache_misses.values()))\n")
+    out = subprocess.run([sys.executable, "-c", code, str(root), str(trace)], cwd=root,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert K.run_kernel.signatures
+    assert out == ["1", "0"]

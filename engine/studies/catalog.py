@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from engine.errors import DiffMemError
+from engine.policies import SCHEDULERS
 from engine.studies import fits
 from engine.studies.jobs import CAUSES, CORE_CAUSES
 from engine.studies.spec import Point, StudyError, StudySetup, TraceInput, with_overrides
@@ -584,7 +585,9 @@ class ControllerPolicy(VariantStudy):
     def default_variants(self, cfg: Any, write_pcts: Sequence[float] = WRITE_PRIORITY_PCTS
                          ) -> list[tuple[str, dict[str, Any]]]:
         v: list[tuple[str, dict[str, Any]]] = [
-            (s, {"scheduler": s}) for s in ("fcfs", "frfcfs", "parbs") if s != cfg.scheduler]
+            # every scheduler of the registry (engine.policies) but the current one and
+            # DRAMsim3's round robin (the baseline's default, not a what-if)
+            (s, {"scheduler": s}) for s in SCHEDULERS if s not in (cfg.scheduler, "dramsim3")]
         v += [(f"write priority {'-' if p > 0 else '+'}{abs(p):g} %",
                {"write_priority_pct": float(p)}) for p in write_pcts]
         if not cfg.dynamic_bank_grouping:

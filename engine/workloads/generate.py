@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from engine.address import bank_of, decode
 from engine.errors import DiffMemError
 from engine.fileio import fsync_dir, json_default
 from engine.trace import HDF5_CHUNK, HDF5_FORMAT_NAME, HDF5_VERSION
@@ -274,12 +275,10 @@ class _Stats:
         own row locality under the memory's address mapping, before any scheduler."""
         if self.mem is None or not addr.shape[0]:
             return
-        pos, w, sh = self.mem.field_positions, self.mem.field_widths, self.mem.shift_bits
-        a = addr.astype(np.int64) >> sh
-        bank = np.zeros_like(a)
-        for f in ("ch", "ra", "bg", "ba"):
-            bank = (bank << w[f]) | ((a >> pos[f]) & ((1 << w[f]) - 1))
-        row = (a >> pos["ro"]) & ((1 << w["ro"]) - 1)
+        # the engine's decoder (XOR bank interleave included): the banks the kernel sees
+        f = decode(self.mem, addr)
+        bank = bank_of(self.mem, f)
+        row = f.ro
         order = np.argsort(bank, kind="stable")
         b, r = bank[order], row[order]
         prev = np.empty_like(r)

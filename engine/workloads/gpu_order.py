@@ -38,10 +38,54 @@ elementwise ops, norms, reductions, copies, the optimizer's per-parameter kernel
     other launch shapes -- a block per row or group -- which this model approximates by the
     same block-slice order.)
 
-Attention runs as the models write it (two ``bmm`` around a materialised softmax: the
-"math" path; the models do not call ``scaled_dot_product_attention``, so no fused flash
-kernel is selected): its score matrices are ordinary GEMM outputs and elementwise operands
-here.  Operators of other kinds in the tiled class fall back to the elementwise order.
+Attention, ``TraceSpec.attention = "math"`` (default): two ``bmm`` around a materialised
+    softmax, as the DDPM/LDM reference code writes it; its score matrices are ordinary GEMM
+    outputs and elementwise operands here.
+``_scaled_dot_product_efficient_attention`` (``attention = "flash"``) -- the CUTLASS
+    memory-efficient forward kernel (``mem_eff_attention/kernel_forward.h``,
+    ``AttentionKernel``): grid (query blocks, heads, batch), ``getBlocksGrid``, launched x
+    fastest; tile 64 queries x 64 keys (head dim <= 64), 64 x 128 (<= 128) or 32 x 128
+    (``gmem``), the first ``kernels/cutlassF.h`` ``dispatch_cutlassF_*_sm80`` instantiation
+    whose ``kMaxK`` covers the head dim (:func:`attention_forward_tile`).  Resident blocks
+    per SM = ``kMinBlocksPerSm`` of its launch bounds, ``getWarpsPerSmFw`` (12 warps fp32,
+    16 for 16-bit) / warps per block (tile / 32^2): 3, 1, 3 for fp32 (assumed: no more fit;
+    shared memory is not checked).  A block's loop (``attention_kernel``) runs over key blocks
+    ``iter_key_start``: at key step ``j`` it computes Q_i K_j^T (MM0, k-loop over the head
+    dim in steps of ``ATTN_MMA_K`` = 32, ``DefaultGemmType<Sm80,...>::ThreadK``: its Q tile
+    and K_j's rows of that head-dim chunk) then P V_j (MM1: V_j's rows); after the loop it
+    writes O and its logsumexp rows (the fp32 ``gmem`` kernel accumulates O in memory from key
+    step 0 on).  Each tensor's line is issued once, by the first block that reads it: the Q
+    tile by its block at step 0; K_j and V_j at step j by query block 0 of its (batch, head),
+    since all query blocks of a head stream the same K and V.
+``_scaled_dot_product_efficient_attention_backward`` -- ``kernel_backward.h``,
+    ``AttentionBackwardKernel``: grid (key splits, heads, batch); tile ``kBlockSizeI`` queries
+    x ``kBlockSizeJ`` keys from ``kernels/cutlassB.h`` (fp32: 64 x 64 up to head dim 64,
+    128 x 64 above; :func:`attention_backward_tile`); ``getWarpsPerSmBw`` 8 warps fp32 (12
+    16-bit): 2 resident 64x64 blocks per SM, 1 of 128x64.  Key splits: the launcher
+    (PyTorch's ``attention_backward.cu``, ``_efficient_attention_backward``, read from its
+    source: not shipped in the wheel) sets ``num_splits_key`` = the number of key blocks,
+    or 1 when batch x heads >= 256 and the keys fit in two key blocks
+    (``ATTN_SPLIT_PARALLELISM``); so usually one block per (key block, head, batch).  Block
+    ``s`` runs its key block(s) ``j = s, s + splits, ...``, and for each the query blocks
+    starting at ``s mod (query blocks)`` (``getQueryStartShift``: the splits of a head start
+    on different query blocks) and wrapping around (``incrIteration``).  Per (key block j,
+    query block i) ``processBlockIJ`` reads, in this order: delta_i (fp32: the op carries O
+    instead, see below), K_j and Q_i by head-dim chunk (``MatmulQK``), logsumexp_i
+    (``accumApplyLSEToSmem``), dO_i (``MatmulGradV``, whose epilogue writes dV_j),
+    V_j (``MatmulDOIVJ``), dQ_i (``MatmulGradQ``: accumulated in the fp32 ``workspace_gq``
+    -- not in the trace -- and written to dQ by the last block to add, ``isLast`` and the
+    atomic counter), then dK_j (``MatmulGradK``).  In fp32 (``kOutputInRF`` false,
+    ``kNeedsAccumGradK/V`` false) dK_j and dV_j are accumulated in place from the first query
+    block on, so their lines are first written at the block's first query step; 16-bit
+    kernels write them at the end of the key block and first compute delta from dO and O of
+    every query block (``kKernelComputesDelta``: a prologue step).  The fp32 kernel does not
+    read O at all (the CUDA wrapper's delta prelude did, flash.py): the op's O lines, which
+    the closed form keeps, are placed where the kernel reads delta_i.  Not modelled: causal
+    masks, bias, dropout, the backward's workspace traffic, FlashAttention-2.
+    Sort key of both: (wave, step, phase within the step -- the list above --, row within
+    the tile, block slot, operand).
+
+Operators of other kinds in the tiled class fall back to the elementwise order.
 """
 from __future__ import annotations
 

@@ -172,6 +172,17 @@ def cmd_trace(args: argparse.Namespace) -> None:
                 out.unlink()
 
 
+def _open_page(cfg, addr: np.ndarray) -> float:
+    """In-order open-page row-hit rate of ``addr`` under ``cfg``'s mapping: every bank keeps
+    its last row open, requests served in trace order (the generator's ``_Stats``)."""
+    from engine.workloads.generate import _Stats
+
+    st = _Stats(int(cfg.columns_eff * cfg.bus_width // 8), cfg)
+    z = np.zeros(addr.shape[0], np.int64)
+    st.add_open_page(addr, z, z)
+    return float(st.open_hits.sum() / max(1, st.open_reqs.sum()))
+
+
 def cmd_ops(args: argparse.Namespace) -> None:
     """Row-buffer hit rate of the attention operators on their own, against the rest of
     their phase, under each request order and placement seed.  Groups: ``backward_attention_ops``
@@ -188,10 +199,13 @@ def cmd_ops(args: argparse.Namespace) -> None:
 
     cfg = load_config(args.memory)
     cache = int(args.cache_mib * 2 ** 20)
+    if args.fused_order == "elementwise":      # the order before issue 12g, for comparison
+        import engine.workloads.gpu_order as gpu_order
+        gpu_order.attention_order = lambda *a, **k: None
     with tempfile.TemporaryDirectory() as tmp:
         for order in args.orders:
             for seed in args.seeds:
-                for kind in ("math", "flash"):
+                for kind in args.kernels:
                     c0 = _cpu()
                     cap = _capture(args, kind)
                     groups: dict[str, set[int]] = {"backward_attention_ops": set()}
@@ -235,12 +249,14 @@ def cmd_ops(args: argparse.Namespace) -> None:
                     a = bw & np.isin(op_id, sorted(groups["backward_attention_ops"]))
                     row = {"order": order, "kernel": kind, "placement_seed": seed,
                            "memory": args.memory, "cache_mib": args.cache_mib,
+                           "fused_order": args.fused_order,
                            "backward": _simulate(cfg, addr[bw], isw[bw], args.max_requests),
                            "backward_rest": _simulate(cfg, addr[bw & ~a], isw[bw & ~a],
                                                       args.max_requests)}
                     for name, ids in groups.items():
                         m = np.isin(op_id, sorted(ids))
                         row[name] = _simulate(cfg, addr[m], isw[m], args.max_requests)
+                        row[name]["open_page_in_order_hit_rate"] = _open_page(cfg, addr[m])
                     row["cpu_s"] = round(_cpu() - c0, 1)
                     print(json.dumps(row), flush=True)
                     out.unlink()
@@ -259,6 +275,11 @@ def main() -> None:
                     help="placement seeds (trace and ops modes)")
     ap.add_argument("--cache-mib", type=float, default=40.0,
                     help="L2 in front of DRAM (ops mode; 0: none, every issued line reaches DRAM)")
+    ap.add_argument("--fused-order", default="kernel", choices=("kernel", "elementwise"),
+                    help="ops mode, order='gpu': the fused kernels' own grid order, or the "
+                         "elementwise block-slice order they took before issue 12g")
+    ap.add_argument("--kernels", nargs="+", default=["math", "flash"],
+                    choices=("math", "flash"), help="attention kernels (ops mode)")
     ap.add_argument("--orders", nargs="+", default=["gpu", "sequential"],
                     choices=("gpu", "sequential"), help="request orders (ops mode)")
     ap.add_argument("--max-requests", type=int, default=0,

@@ -237,6 +237,7 @@ def cmd_ops(args: argparse.Namespace) -> None:
                                              resolution=args.resolution, size=args.size,
                                              memory=args.memory, attention=kind, order=order,
                                              placement_seed=seed, cache_bytes=cache,
+                                             address_hash=args.address_hash,
                                              overrides=SMALL_DDPM if args.small else {}), out)
                     with h5py.File(out, "r") as fh:
                         names = [n.decode() for n in fh["ops/name"][...]]
@@ -249,7 +250,7 @@ def cmd_ops(args: argparse.Namespace) -> None:
                     a = bw & np.isin(op_id, sorted(groups["backward_attention_ops"]))
                     row = {"order": order, "kernel": kind, "placement_seed": seed,
                            "memory": args.memory, "cache_mib": args.cache_mib,
-                           "fused_order": args.fused_order,
+                           "fused_order": args.fused_order, "address_hash": args.address_hash,
                            "backward": _simulate(cfg, addr[bw], isw[bw], args.max_requests),
                            "backward_rest": _simulate(cfg, addr[bw & ~a], isw[bw & ~a],
                                                       args.max_requests)}
@@ -278,6 +279,8 @@ def main() -> None:
     ap.add_argument("--fused-order", default="kernel", choices=("kernel", "elementwise"),
                     help="ops mode, order='gpu': the fused kernels' own grid order, or the "
                          "elementwise block-slice order they took before issue 12g")
+    ap.add_argument("--address-hash", default="gpu", choices=("gpu", "none"),
+                    help="ops mode: the trace's address hash (TraceSpec.address_hash)")
     ap.add_argument("--kernels", nargs="+", default=["math", "flash"],
                     choices=("math", "flash"), help="attention kernels (ops mode)")
     ap.add_argument("--orders", nargs="+", default=["gpu", "sequential"],

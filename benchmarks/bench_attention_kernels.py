@@ -6,7 +6,11 @@ memory-efficient SDPA kernel), issue 12f.
     # full traces, DRAM bytes and row-buffer hit rate by phase, per placement seed
     python benchmarks/bench_attention_kernels.py trace --workload ddpm --batch 16 \
         --resolution 32 --small --memory DDR4-3200-8ch --seeds 0 1 2
-    python benchmarks/bench_attention_kernels.py ops --batch 16 --resolution 32 --small
+    python benchmarks/bench_attention_kernels.py ops --batch 16 --resolution 32 --small \
+        --seeds 0 1 2 --orders gpu
+    # the operators' own request order, every issued line reaching DRAM (no L2)
+    python benchmarks/bench_attention_kernels.py ops --batch 16 --resolution 32 --small \
+        --seeds 0 1 2 --orders gpu sequential --cache-mib 0 --max-requests 2000000
 
 ``capture`` prints, per kernel, every phase's tensor bytes (each operator's distinct bytes
 read and written, what the trace issues before its L2 filter, at 64 B granularity less),
@@ -15,8 +19,9 @@ captured fused and delta-prelude operators, the math path's score-matrix bytes (
 the capture tags as score matrices) and the layout copies the fused path adds.  ``trace``
 generates the whole trace for each kernel and placement seed, then simulates it on the
 engine with every request due at cycle 0 (as ``bench_trace_locality.py``): whole trace and
-each phase's requests as their own trace.  ``ops`` splits the backward phase's requests into
-the attention operators and the rest, under ``order="gpu"`` and ``"sequential"``.  Budgets
+each phase's requests as their own trace.  ``ops`` simulates the attention operators' requests
+on their own (the fused forward, the fused backward, its delta prelude; the math path's
+bmm/softmax/score operands) and the rest of the backward, per request order and seed.  Budgets
 are CPU-seconds of this process.
 """
 from __future__ import annotations
@@ -167,10 +172,24 @@ def cmd_trace(args: argparse.Namespace) -> None:
                 out.unlink()
 
 
+def _open_page(cfg, addr: np.ndarray) -> float:
+    """In-order open-page row-hit rate of ``addr`` under ``cfg``'s mapping: every bank keeps
+    its last row open, requests served in trace order (the generator's ``_Stats``)."""
+    from engine.workloads.generate import _Stats
+
+    st = _Stats(int(cfg.columns_eff * cfg.bus_width // 8), cfg)
+    z = np.zeros(addr.shape[0], np.int64)
+    st.add_open_page(addr, z, z)
+    return float(st.open_hits.sum() / max(1, st.open_reqs.sum()))
+
+
 def cmd_ops(args: argparse.Namespace) -> None:
-    """Row-buffer hit rate of the backward phase split into its attention operators (math:
-    ``bmm``, ``_softmax_backward_data`` and score-matrix operands; flash: the fused backward
-    and its delta prelude) and the rest, under the GPU and the sequential request order."""
+    """Row-buffer hit rate of the attention operators on their own, against the rest of
+    their phase, under each request order and placement seed.  Groups: ``backward_attention_ops``
+    (math: ``bmm``, ``_softmax_backward_data`` and score-matrix operands of the backward;
+    flash: the fused backward and its delta prelude) and ``backward_rest``; for flash also
+    ``fused_forward``, ``fused_backward`` and ``delta_prelude`` alone; for math
+    ``forward_attention_ops`` (the attention phase's ``bmm``, softmax and score operands)."""
     import h5py
 
     from bench_trace_locality import SMALL_DDPM, _simulate
@@ -179,42 +198,69 @@ def cmd_ops(args: argparse.Namespace) -> None:
     from engine.workloads.generate import TraceSpec, generate_trace
 
     cfg = load_config(args.memory)
+    cache = int(args.cache_mib * 2 ** 20)
+    if args.fused_order == "elementwise":      # the order before issue 12g, for comparison
+        import engine.workloads.gpu_order as gpu_order
+        gpu_order.attention_order = lambda *a, **k: None
     with tempfile.TemporaryDirectory() as tmp:
-        for order in ("gpu", "sequential"):
-            for kind in ("math", "flash"):
-                cap = _capture(args, kind)
-                attn: set[int] = set()
-                for i, op in enumerate(cap.ops):
-                    short = op.name.split(".")[1]
-                    if op.phase != PHASE_ID["backward"]:
-                        continue
-                    if (short in ("bmm", "_softmax_backward_data") or op.name == BWD
-                            or any(a.score for a in op.accesses)):
-                        attn.add(i)
-                    if op.name == BWD:
-                        attn.update({i - 1, i - 2})        # mul, sum of the delta prelude
-                out = Path(tmp) / f"{order}{kind}.h5"
-                generate_trace(TraceSpec(args.workload, batch=args.batch,
-                                         resolution=args.resolution, size=args.size,
-                                         memory=args.memory, attention=kind, order=order,
-                                         overrides=SMALL_DDPM if args.small else {}), out)
-                with h5py.File(out, "r") as fh:
-                    names = [n.decode() for n in fh["ops/name"][...]]
-                    g = fh["trace"]
-                    addr, isw = g["addr"][...], g["is_write"][...].astype(bool)
-                    phase, op_id = g["phase"][...], g["op"][...]
-                if names != [o.name for o in cap.ops]:
-                    raise SystemExit("capture and trace operator lists differ")
-                bw = phase == PHASE_ID["backward"]
-                a = bw & np.isin(op_id, sorted(attn))
-                row = {"order": order, "kernel": kind, "memory": args.memory,
-                       "backward": _simulate(cfg, addr[bw], isw[bw], args.max_requests),
-                       "backward_attention_ops": _simulate(cfg, addr[a], isw[a],
-                                                           args.max_requests),
-                       "backward_rest": _simulate(cfg, addr[bw & ~a], isw[bw & ~a],
-                                                  args.max_requests)}
-                print(json.dumps(row), flush=True)
-                out.unlink()
+        for order in args.orders:
+            for seed in args.seeds:
+                for kind in args.kernels:
+                    c0 = _cpu()
+                    cap = _capture(args, kind)
+                    groups: dict[str, set[int]] = {"backward_attention_ops": set()}
+                    if kind == "flash":
+                        groups.update(fused_forward=set(), fused_backward=set(),
+                                      delta_prelude=set())
+                    else:
+                        groups["forward_attention_ops"] = set()
+                    for i, op in enumerate(cap.ops):
+                        short = op.name.split(".")[1]
+                        core = (short in ("bmm", "_softmax", "_softmax_backward_data")
+                                or any(a.score for a in op.accesses))
+                        if op.name == FWD:
+                            groups["fused_forward"].add(i)
+                        if kind == "math" and op.phase == PHASE_ID["attention"] and core:
+                            groups["forward_attention_ops"].add(i)
+                        if op.phase != PHASE_ID["backward"]:
+                            continue
+                        if core or op.name == BWD:
+                            groups["backward_attention_ops"].add(i)
+                        if op.name == BWD:
+                            h = op.accesses[1].shape[1]
+                            pre = set(range(i - (3 if h > 1 else 2), i))   # mul, sum (+ copy)
+                            groups["backward_attention_ops"] |= pre
+                            groups["fused_backward"].add(i)
+                            groups["delta_prelude"] |= pre
+                    out = Path(tmp) / f"{order}{kind}{seed}.h5"
+                    generate_trace(TraceSpec(args.workload, batch=args.batch,
+                                             resolution=args.resolution, size=args.size,
+                                             memory=args.memory, attention=kind, order=order,
+                                             placement_seed=seed, cache_bytes=cache,
+                                             address_hash=args.address_hash,
+                                             overrides=SMALL_DDPM if args.small else {}), out)
+                    with h5py.File(out, "r") as fh:
+                        names = [n.decode() for n in fh["ops/name"][...]]
+                        g = fh["trace"]
+                        addr, isw = g["addr"][...], g["is_write"][...].astype(bool)
+                        phase, op_id = g["phase"][...], g["op"][...]
+                    if names != [o.name for o in cap.ops]:
+                        raise SystemExit("capture and trace operator lists differ")
+                    bw = phase == PHASE_ID["backward"]
+                    a = bw & np.isin(op_id, sorted(groups["backward_attention_ops"]))
+                    row = {"order": order, "kernel": kind, "placement_seed": seed,
+                           "memory": args.memory, "cache_mib": args.cache_mib,
+                           "fused_order": args.fused_order, "address_hash": args.address_hash,
+                           "backward": _simulate(cfg, addr[bw], isw[bw], args.max_requests),
+                           "backward_rest": _simulate(cfg, addr[bw & ~a], isw[bw & ~a],
+                                                      args.max_requests)}
+                    for name, ids in groups.items():
+                        m = np.isin(op_id, sorted(ids))
+                        row[name] = _simulate(cfg, addr[m], isw[m], args.max_requests)
+                        row[name]["open_page_in_order_hit_rate"] = _open_page(cfg, addr[m])
+                    row["cpu_s"] = round(_cpu() - c0, 1)
+                    print(json.dumps(row), flush=True)
+                    out.unlink()
 
 
 def main() -> None:
@@ -227,7 +273,18 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="the small DDPM of bench_workloads")
     ap.add_argument("--memory", default="DDR4-3200-8ch")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
-                    help="placement seeds (trace mode)")
+                    help="placement seeds (trace and ops modes)")
+    ap.add_argument("--cache-mib", type=float, default=40.0,
+                    help="L2 in front of DRAM (ops mode; 0: none, every issued line reaches DRAM)")
+    ap.add_argument("--fused-order", default="kernel", choices=("kernel", "elementwise"),
+                    help="ops mode, order='gpu': the fused kernels' own grid order, or the "
+                         "elementwise block-slice order they took before issue 12g")
+    ap.add_argument("--address-hash", default="gpu", choices=("gpu", "none"),
+                    help="ops mode: the trace's address hash (TraceSpec.address_hash)")
+    ap.add_argument("--kernels", nargs="+", default=["math", "flash"],
+                    choices=("math", "flash"), help="attention kernels (ops mode)")
+    ap.add_argument("--orders", nargs="+", default=["gpu", "sequential"],
+                    choices=("gpu", "sequential"), help="request orders (ops mode)")
     ap.add_argument("--max-requests", type=int, default=0,
                     help="simulate at most this many requests per (sub-)trace (0: all)")
     args = ap.parse_args()

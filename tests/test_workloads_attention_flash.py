@@ -186,3 +186,28 @@ def test_cross_attention_calls_match_the_closed_form() -> None:
             op.accesses[3].shape[3]
         fb = flash_bytes(b * h, lq, lk, d, dv, 4, heads=h)
         assert (op.bytes_read, op.bytes_written) == (fb.backward_read, fb.backward_write)
+
+
+def test_every_captured_fused_call_takes_the_kernel_order() -> None:
+    # the GPU order recognises every fused call the models make (LDM: cross-attention with
+    # lq != lk, 4 heads, forward-only calls of the frozen autoencoder; DiT: q/k/v views into
+    # one qkv storage), and only reorders: each op's read and written lines are the
+    # sequential model's
+    from engine.workloads.allocator import place
+    from engine.workloads.expand import expand_op
+    from engine.workloads.gpu_order import GpuModel, attention_order
+    for workload in ("ldm-sr", "dit-traj"):
+        cap = _capture("flash", workload)
+        placement = place(cap)
+        roles = np.array([s.role for s in cap.storages], np.uint8)
+        fused = [op for op in cap.ops if op.name in (FWD, BWD)]
+        assert {op.name for op in fused} == {FWD, BWD}
+        for op in fused:
+            per = [a.lines(int(placement.base[a.storage]), 64) for a in op.accesses]
+            assert attention_order(op, per, placement.base, GpuModel()) is not None
+            seq = list(expand_op(op, placement.base, roles))
+            gpu = list(expand_op(op, placement.base, roles, gpu=GpuModel()))
+            a, b = (np.concatenate([p.lines for p in x]) for x in (seq, gpu))
+            wa, wb = (np.concatenate([p.is_write for p in x]) for x in (seq, gpu))
+            assert sorted(a[wa].tolist()) == sorted(b[wb].tolist())
+            assert sorted(a[~wa].tolist()) == sorted(b[~wb].tolist())

@@ -274,3 +274,104 @@ def test_cli_trace_flash_attention(tmp_path: Path) -> None:
         names = {n.decode() for n in h5["ops"]["name"][:]}
     assert "aten._scaled_dot_product_efficient_attention.default" in names, sorted(names)
     assert "aten._scaled_dot_product_efficient_attention_backward.default" in names
+
+
+def _lines_of(op: OpRecord, base: np.ndarray, gpu: GpuModel) -> tuple[list[int], list[bool]]:
+    parts = list(expand_op(op, base, np.zeros(len(base), np.uint8), gpu=gpu))
+    return (np.concatenate([p.lines for p in parts]).tolist(),
+            np.concatenate([p.is_write for p in parts]).tolist())
+
+
+def test_fused_attention_forward_order_of_two_concurrent_query_blocks() -> None:
+    # _scaled_dot_product_efficient_attention on Q, K, V [1, 1, 128, 16] fp32: head dim 16 ->
+    # the 64x64 kernel (64 queries x 64 keys per block), grid 2 query blocks x 1 head x 1
+    # batch, both resident (one SM, 3 blocks per SM from the launch bounds).  A token row of
+    # 16 fp32 is one 64 B line.  Q at line 0, K at 256, V at 512, O at 768, logsumexp at 1024.
+    op = OpRecord(0, "aten._scaled_dot_product_efficient_attention.default",
+                  PHASE_ID["attention"], PATTERN_ID["tiled"], 0.0,
+                  [_dense(0, (1, 1, 128, 16), False), _dense(1, (1, 1, 128, 16), False),
+                   _dense(2, (1, 1, 128, 16), False), _dense(3, (1, 1, 128, 16), True),
+                   _dense(4, (1, 1, 128), True)])
+    base = np.array([0, 256, 512, 768, 1024], np.int64) * 64
+    lines, writes = _lines_of(op, base, GpuModel(sms=1))
+    expected = []
+    # key step 0, Q.K^T: at row r block 0 reads Q row r and K row r, block 1 Q row 64 + r
+    # (K is the same for both blocks: block 0, first in launch order, issues it)
+    for r in range(64):
+        expected += [r, 256 + r, 64 + r]
+    expected += [512 + r for r in range(64)]          # then P.V: V rows of key block 0
+    expected += [256 + 64 + r for r in range(64)]     # key step 1: K rows 64-127
+    expected += [512 + 64 + r for r in range(64)]     # and V rows 64-127
+    for r in range(64):                               # after the loop: O rows, interleaved
+        expected += [768 + r, 768 + 64 + r]
+    # logsumexp: 16 queries a line, block 0 owns lines 0-3, block 1 lines 4-7
+    expected += [1024, 1028, 1025, 1029, 1026, 1030, 1027, 1031]
+    assert lines == expected
+    assert writes == [False] * (3 * 64 + 3 * 64) + [True] * (128 + 8)
+
+
+def test_fused_attention_backward_order_of_two_key_splits() -> None:
+    # ..._backward on dO, Q, K, V, O [1, 1, 128, 16], logsumexp [1, 1, 128] -> dQ, dK, dV, fp32:
+    # the 64x64 k32 kernel, keys split into one block per 64 keys (2 < 256 blocks of
+    # parallelism), grid 2 key splits x 1 x 1, both resident (one SM, 2 per SM).  Split s
+    # starts at query block s (getQueryStartShift), so at step 0 block 0 works on (keys 0-63,
+    # queries 0-63) and block 1 on (keys 64-127, queries 64-127); at step 1 they swap query
+    # blocks and everything is already on chip except dQ, which the last adder writes.
+    # Storage k at line 256 k: dO 0, Q 256, K 512, V 768, O 1024, lse 1280, dQ 1536,
+    # dK 1792, dV 2048.
+    shapes = [(1, 1, 128, 16)] * 5 + [(1, 1, 128)] + [(1, 1, 128, 16)] * 3
+    op = OpRecord(0, "aten._scaled_dot_product_efficient_attention_backward.default",
+                  PHASE_ID["backward"], PATTERN_ID["tiled"], 0.0,
+                  [_dense(k, sh, k >= 6) for k, sh in enumerate(shapes)])
+    base = np.arange(9, dtype=np.int64) * 256 * 64
+    lines, writes = _lines_of(op, base, GpuModel(sms=1))
+    expected = []
+    for r in range(64):          # O rows (the fp32 kernel's per-query delta read stands here)
+        expected += [1024 + r, 1024 + 64 + r]
+    for r in range(64):          # K_j.Q_i^T: Q row then K row, block 0 then block 1
+        expected += [256 + r, 512 + r, 256 + 64 + r, 512 + 64 + r]
+    expected += [1280, 1284, 1281, 1285, 1282, 1286, 1283, 1287]   # logsumexp rows
+    for r in range(64):          # dV += P^T dO: dO rows read, dV rows written (first query)
+        expected += [r, 2048 + r, 64 + r, 2048 + 64 + r]
+    for r in range(64):          # dO V^T: V rows
+        expected += [768 + r, 768 + 64 + r]
+    for r in range(64):          # dK += dS^T Q: dK rows written (fp32: accumulated in place)
+        expected += [1792 + r, 1792 + 64 + r]
+    for r in range(64):          # step 1: dQ of query block 1 by block 0, of block 0 by block 1
+        expected += [1536 + 64 + r, 1536 + r]
+    assert lines == expected
+    w = set(range(1536, 2048 + 128))
+    assert writes == [line in w for line in expected]
+
+
+def test_fused_attention_order_keeps_the_lines_of_every_operand() -> None:
+    # the order is a permutation: same lines, same read/write split, as the sequential model,
+    # for a multi-head call with lq != lk, a head dim over two MMA k-steps, and 16-bit
+    def acc(k, shape, w, dtype="float32"):
+        a = _dense(k, shape, w)
+        return Access(a.storage, 0, a.run_bytes * (2 if dtype == "float32" else 1) // 2,
+                      (), (), shape, dtype, w, a.stride)
+    for dtype in ("float32", "bfloat16"):
+        fwd = OpRecord(0, "aten._scaled_dot_product_efficient_attention.default",
+                       PHASE_ID["attention"], PATTERN_ID["tiled"], 0.0,
+                       [acc(0, (2, 3, 200, 80), False, dtype), acc(1, (2, 3, 72, 80), False, dtype),
+                        acc(2, (2, 3, 72, 80), False, dtype), acc(3, (2, 3, 200, 80), True, dtype),
+                        _dense(4, (2, 3, 224), True)])
+        shapes = [(2, 3, 200, 80), (2, 3, 200, 80), (2, 3, 72, 80), (2, 3, 72, 80),
+                  (2, 3, 200, 80)]
+        bwd = OpRecord(1, "aten._scaled_dot_product_efficient_attention_backward.default",
+                       PHASE_ID["backward"], PATTERN_ID["tiled"], 0.0,
+                       [acc(k, sh, False, dtype) for k, sh in enumerate(shapes)]
+                       + [_dense(5, (2, 3, 224), False)]
+                       + [acc(6 + k, sh, True, dtype) for k, sh in
+                          enumerate([(2, 3, 200, 80), (2, 3, 72, 80), (2, 3, 72, 80)])])
+        for op in (fwd, bwd):
+            base = np.arange(len(op.accesses), dtype=np.int64) * (1 << 20)
+            roles = np.zeros(len(op.accesses), np.uint8)
+            seq = list(expand_op(op, base, roles))
+            gpu = list(expand_op(op, base, roles, gpu=GpuModel(sms=2)))
+            a, b = (np.concatenate([p.lines for p in x]) for x in (seq, gpu))
+            wa, wb = (np.concatenate([p.is_write for p in x]) for x in (seq, gpu))
+            assert sorted(a[wa].tolist()) == sorted(b[wb].tolist())
+            assert sorted(a[~wa].tolist()) == sorted(b[~wb].tolist())
+            assert not np.array_equal(a, b)

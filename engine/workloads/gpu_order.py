@@ -38,10 +38,54 @@ elementwise ops, norms, reductions, copies, the optimizer's per-parameter kernel
     other launch shapes -- a block per row or group -- which this model approximates by the
     same block-slice order.)
 
-Attention runs as the models write it (two ``bmm`` around a materialised softmax: the
-"math" path; the models do not call ``scaled_dot_product_attention``, so no fused flash
-kernel is selected): its score matrices are ordinary GEMM outputs and elementwise operands
-here.  Operators of other kinds in the tiled class fall back to the elementwise order.
+Attention, ``TraceSpec.attention = "math"`` (default): two ``bmm`` around a materialised
+    softmax, as the DDPM/LDM reference code writes it; its score matrices are ordinary GEMM
+    outputs and elementwise operands here.
+``_scaled_dot_product_efficient_attention`` (``attention = "flash"``) -- the CUTLASS
+    memory-efficient forward kernel (``mem_eff_attention/kernel_forward.h``,
+    ``AttentionKernel``): grid (query blocks, heads, batch), ``getBlocksGrid``, launched x
+    fastest; tile 64 queries x 64 keys (head dim <= 64), 64 x 128 (<= 128) or 32 x 128
+    (``gmem``), the first ``kernels/cutlassF.h`` ``dispatch_cutlassF_*_sm80`` instantiation
+    whose ``kMaxK`` covers the head dim (:func:`attention_forward_tile`).  Resident blocks
+    per SM = ``kMinBlocksPerSm`` of its launch bounds, ``getWarpsPerSmFw`` (12 warps fp32,
+    16 for 16-bit) / warps per block (tile / 32^2): 3, 1, 3 for fp32 (assumed: no more fit;
+    shared memory is not checked).  A block's loop (``attention_kernel``) runs over key blocks
+    ``iter_key_start``: at key step ``j`` it computes Q_i K_j^T (MM0, k-loop over the head
+    dim in steps of ``ATTN_MMA_K`` = 32, ``DefaultGemmType<Sm80,...>::ThreadK``: its Q tile
+    and K_j's rows of that head-dim chunk) then P V_j (MM1: V_j's rows); after the loop it
+    writes O and its logsumexp rows (the fp32 ``gmem`` kernel accumulates O in memory from key
+    step 0 on).  Each tensor's line is issued once, by the first block that reads it: the Q
+    tile by its block at step 0; K_j and V_j at step j by query block 0 of its (batch, head),
+    since all query blocks of a head stream the same K and V.
+``_scaled_dot_product_efficient_attention_backward`` -- ``kernel_backward.h``,
+    ``AttentionBackwardKernel``: grid (key splits, heads, batch); tile ``kBlockSizeI`` queries
+    x ``kBlockSizeJ`` keys from ``kernels/cutlassB.h`` (fp32: 64 x 64 up to head dim 64,
+    128 x 64 above; :func:`attention_backward_tile`); ``getWarpsPerSmBw`` 8 warps fp32 (12
+    16-bit): 2 resident 64x64 blocks per SM, 1 of 128x64.  Key splits: the launcher
+    (PyTorch's ``attention_backward.cu``, ``_efficient_attention_backward``, read from its
+    source: not shipped in the wheel) sets ``num_splits_key`` = the number of key blocks,
+    or 1 when batch x heads >= 256 and the keys fit in two key blocks
+    (``ATTN_SPLIT_PARALLELISM``); so usually one block per (key block, head, batch).  Block
+    ``s`` runs its key block(s) ``j = s, s + splits, ...``, and for each the query blocks
+    starting at ``s mod (query blocks)`` (``getQueryStartShift``: the splits of a head start
+    on different query blocks) and wrapping around (``incrIteration``).  Per (key block j,
+    query block i) ``processBlockIJ`` reads, in this order: delta_i (fp32: the op carries O
+    instead, see below), K_j and Q_i by head-dim chunk (``MatmulQK``), logsumexp_i
+    (``accumApplyLSEToSmem``), dO_i (``MatmulGradV``, whose epilogue writes dV_j),
+    V_j (``MatmulDOIVJ``), dQ_i (``MatmulGradQ``: accumulated in the fp32 ``workspace_gq``
+    -- not in the trace -- and written to dQ by the last block to add, ``isLast`` and the
+    atomic counter), then dK_j (``MatmulGradK``).  In fp32 (``kOutputInRF`` false,
+    ``kNeedsAccumGradK/V`` false) dK_j and dV_j are accumulated in place from the first query
+    block on, so their lines are first written at the block's first query step; 16-bit
+    kernels write them at the end of the key block and first compute delta from dO and O of
+    every query block (``kKernelComputesDelta``: a prologue step).  The fp32 kernel does not
+    read O at all (the CUDA wrapper's delta prelude did, flash.py): the op's O lines, which
+    the closed form keeps, are placed where the kernel reads delta_i.  Not modelled: causal
+    masks, bias, dropout, the backward's workspace traffic, FlashAttention-2.
+    Sort key of both: (wave, step, phase within the step -- the list above --, row within
+    the tile, block slot, operand).
+
+Operators of other kinds in the tiled class fall back to the elementwise order.
 """
 from __future__ import annotations
 
@@ -73,6 +117,12 @@ class GpuModel:
     foreach_chunk: int = 65536               # multi_tensor_apply: elements per block
     foreach_step: int = 2048                 # elements per loop step (512 threads x ILP 4)
     foreach_blocks_per_launch: int = 320     # multi_tensor_apply's launch limit
+    # memory-efficient attention kernels: warps per SM their launch bounds ask for
+    # (``getWarpsPerSmFw`` / ``getWarpsPerSmBw``, sm80; blocks per SM = these / warps per block)
+    attn_fwd_warps_per_sm_fp32: int = 12
+    attn_fwd_warps_per_sm_16bit: int = 16
+    attn_bwd_warps_per_sm_fp32: int = 8
+    attn_bwd_warps_per_sm_16bit: int = 12
 
     def gemm_inflight(self) -> int:
         return self.sms * self.gemm_blocks_per_sm
@@ -366,12 +416,210 @@ def foreach_order(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
     return [cat["list"], cat["slot"], cat["write"], cat["step"], cat["wave"]]
 
 
+#: Head-dim (k) step of the attention kernels' tensor-core GEMMs on sm80
+#: (``DefaultGemmType<Sm80, float|bf16|half>::ThreadK`` in ``gemm_kernel_utils.h``).
+ATTN_MMA_K = 32
+#: Threads per warp / the kernels' warp tile (warps per block = tile rows x cols / 32^2).
+_WARP_TILE = 32 * 32
+#: The backward launcher's split-key heuristic (``attention_backward.cu``): no split when
+#: ``batch x heads >= 256`` blocks already run and the keys fit in two key blocks; a cap of
+#: 200 / (batch x heads) splits when dK/dV need a staging area.
+ATTN_SPLIT_PARALLELISM = 256
+ATTN_SPLIT_CAP = 200
+
+_FWD = "._scaled_dot_product_efficient_attention.default"
+_BWD = "._scaled_dot_product_efficient_attention_backward.default"
+
+
+def attention_forward_tile(head_dim: int) -> tuple[int, int]:
+    """(queries, keys) per block of the sm80 forward kernel PyTorch launches for
+    ``head_dim`` = max(q/k head dim, v head dim): the first of ``dispatch_cutlassF_*_sm80``'s
+    instantiations (64x64 ``kMaxK`` 64, 64x128 ``kMaxK`` 128, 32x128 ``gmem``) whose
+    ``kMaxK`` covers it (the same three for fp32, bf16 and fp16)."""
+    if head_dim <= 64:
+        return 64, 64
+    if head_dim <= 128:
+        return 64, 128
+    return 32, 128
+
+
+def attention_backward_tile(head_dim: int, item: int) -> tuple[int, int]:
+    """(queries ``kBlockSizeI``, keys ``kBlockSizeJ``) per block of the sm80 backward kernel
+    for ``head_dim`` (max of q/k and v): the first non-dropout instantiation of
+    ``dispatch_cutlassB_*_sm80`` (``kernels/cutlassB.h``) whose ``kMaxK`` covers it; fp32:
+    64x64 (k32, k64), 128x64 (k128, k65536); 16-bit: 64x64 (k32, k64), 128x128 (k128),
+    128x64 (k65536).  Assumed: its shared memory fits (the launcher skips a kernel whose
+    ``SharedStorage`` exceeds ``sharedMemPerBlockOptin``; not checked here)."""
+    if head_dim <= 64:
+        return 64, 64
+    if head_dim <= 128:
+        return (128, 64) if item >= 4 else (128, 128)
+    return 128, 64
+
+
+def _blocks_per_sm(warps_per_sm: int, tile_rows: int, tile_cols: int) -> int:
+    """``kMinBlocksPerSm`` of the launch bounds, at least one."""
+    return max(1, warps_per_sm // max(1, tile_rows * tile_cols // _WARP_TILE))
+
+
+def _attn_coords(a: Access, lines: np.ndarray, base: int):
+    """(batch, head, token, column) of the first element of each line of a
+    ``[batch, heads, tokens, dim]`` tensor (column 0 for the ``[batch, heads, tokens]``
+    logsumexp)."""
+    c = _coords(a, lines, base)
+    col = c[3] if c.shape[0] > 3 else np.zeros_like(c[0])
+    return c[0], c[1], c[2], col
+
+
+class _Sched:
+    """Block ids -> (wave, slot), and one sortable number per (block, step) for finding
+    which block touches a line first (or last)."""
+
+    def __init__(self, inflight: int, nsteps: int) -> None:
+        self.inflight, self.nsteps = inflight, nsteps
+
+    def when(self, bid, step):
+        return ((bid // self.inflight) * self.nsteps + step) * self.inflight + bid % self.inflight
+
+    def split(self, when):
+        slot = when % self.inflight
+        ws = when // self.inflight
+        return ws // self.nsteps, ws % self.nsteps, slot
+
+
+def _attention_forward_keys(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
+                            gpu: GpuModel) -> list[np.ndarray] | None:
+    acc = op.accesses
+    if (len(acc) != 5 or [a.is_write for a in acc] != [False, False, False, True, True]
+            or any(len(acc[i].shape) != 4 for i in range(4)) or len(acc[4].shape) != 3):
+        return None
+    nb, nh, m, d = acc[0].shape
+    n, dv = acc[1].shape[2], acc[2].shape[3]
+    item = ITEM.get(acc[0].dtype, 4)
+    qb, kb = attention_forward_tile(max(d, dv))
+    single = max(d, dv) <= 128                # kSingleValueIteration: kMaxK <= kKeysPerBlock
+    wps = gpu.attn_fwd_warps_per_sm_fp32 if item >= 4 else gpu.attn_fwd_warps_per_sm_16bit
+    inflight = gpu.sms * _blocks_per_sm(wps, qb, kb)
+    gx, nkb, nc = -(-m // qb), max(1, -(-n // kb)), max(1, -(-d // ATTN_MMA_K))
+    sched = _Sched(inflight, nkb)
+    # O: kept in registers and written after the key loop, except the fp32 ``gmem`` kernel,
+    # which accumulates it in memory from the first key block on (16-bit: in a separate fp32
+    # buffer, O itself written at the last key block)
+    o_step = 0 if (not single and item >= 4) else nkb - 1
+    keys = {k: [] for k in ("wave", "step", "phase", "load", "slot", "operand")}
+    for ai, a in enumerate(acc):
+        lines = per_access[ai]
+        b, h, tok, col = _attn_coords(a, lines, int(base[a.storage]))
+        first = gx * (h + nh * b)                 # query block 0 of (batch, head)
+        if ai == 0:                               # Q tile: read in the first key step
+            bid, step, phase, load = first + tok // qb, 0, col // ATTN_MMA_K, tok % qb
+        elif ai in (1, 2):                        # K, V tiles of key block j at step j,
+            bid = first                           # first read by query block 0
+            step = tok // kb
+            phase = col // ATTN_MMA_K if ai == 1 else nc
+            load = tok % kb
+        else:                                     # O, then logsumexp
+            bid = first + np.minimum(tok // qb, gx - 1)
+            step = o_step if ai == 3 else nkb - 1
+            phase, load = nc + (1 if ai == 3 else 2), tok % qb
+        wave, st, slot = sched.split(sched.when(bid, step))
+        for k, v in (("wave", wave), ("step", st), ("phase", phase), ("load", load),
+                     ("slot", slot), ("operand", ai)):
+            keys[k].append(np.broadcast_to(np.asarray(v, np.int64), lines.shape))
+    cat = {k: np.concatenate(v) for k, v in keys.items()}
+    return [cat["operand"], cat["slot"], cat["load"], cat["phase"], cat["step"], cat["wave"]]
+
+
+def _attention_backward_keys(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
+                             gpu: GpuModel) -> list[np.ndarray] | None:
+    acc = op.accesses
+    if (len(acc) != 9 or [a.is_write for a in acc] != [False] * 6 + [True] * 3
+            or any(len(acc[i].shape) != 4 for i in (0, 1, 2, 3, 4, 6, 7, 8))
+            or len(acc[5].shape) != 3):
+        return None
+    DO, Q, K, V, O, LSE, DQ, DK, DV = range(9)
+    nb, nh, m, d = acc[Q].shape
+    n, dv = acc[K].shape[2], acc[V].shape[3]
+    item = ITEM.get(acc[Q].dtype, 4)
+    half = item < 4
+    bi, bj = attention_backward_tile(max(d, dv), item)
+    wps = gpu.attn_bwd_warps_per_sm_16bit if half else gpu.attn_bwd_warps_per_sm_fp32
+    inflight = gpu.sms * _blocks_per_sm(wps, bi, bj)
+    nqb, nkb = max(1, -(-m // bi)), max(1, -(-n // bj))
+    nc = max(1, -(-d // ATTN_MMA_K))
+    bh = nb * nh
+    out_in_rf = half and max(d, dv) <= bi                 # kOutputInRF
+    splits = nkb
+    if bh >= ATTN_SPLIT_PARALLELISM and n <= 2 * bj:
+        splits = 1
+    if half and not out_in_rf:                             # kNeedsAccumGradK / V
+        splits = min(splits, ATTN_SPLIT_CAP // bh)
+    splits = max(1, splits)
+    passes = -(-nkb // splits)
+    pro = 1 if half else 0                                 # kKernelComputesDelta prologue
+    sched = _Sched(inflight, pro + passes * nqb)
+    s_all = np.arange(splits, dtype=np.int64)
+    shift = s_all % nqb if splits > 1 else np.zeros(splits, np.int64)   # getQueryStartShift
+    last_pass = -(-(nkb - s_all) // splits) - 1            # each split's last key block
+    # per (batch*head, query block): first toucher (pass 0) and the last adder of dQ
+    g = np.arange(bh, dtype=np.int64)[:, None, None]
+    i = np.arange(nqb, dtype=np.int64)[None, :, None]
+    s = s_all[None, None, :]
+    t = (i - shift[None, None, :]) % nqb
+    bid = s + splits * g
+    first = sched.when(bid, pro + t).min(axis=2)
+    last = sched.when(bid, pro + last_pass[None, None, :] * nqb + t).max(axis=2)
+    ph_o, ph_lse, ph_do, ph_v, ph_dq, ph_dk = 0, nc + 1, nc + 2, nc + 3, nc + 4, nc + 5
+    keys = {k: [] for k in ("wave", "step", "phase", "load", "slot", "operand")}
+    for ai, a in enumerate(acc):
+        lines = per_access[ai]
+        b, h, tok, col = _attn_coords(a, lines, int(base[a.storage]))
+        gh = h + nh * b
+        if ai in (K, V, DK, DV):                          # key block j: split j % splits
+            j = np.minimum(tok // bj, nkb - 1)
+            kbid = j % splits + splits * gh
+            t_k = pro + (j // splits) * nqb + ((nqb - 1) if (half and ai in (DK, DV)) else 0)
+            when = sched.when(kbid, t_k)
+            phase = {K: col // ATTN_MMA_K + 1, V: ph_v, DK: ph_dk, DV: ph_do}[ai]
+            load = tok % bj
+        else:                                             # query block i
+            qi = np.minimum(tok // bi, nqb - 1)
+            load = tok % bi
+            if half and ai in (DO, O):                    # delta prologue of split 0
+                when = sched.when(splits * gh, np.zeros_like(qi))
+                phase = qi
+            else:
+                when = (last if ai == DQ else first)[gh, qi]
+                phase = {DO: ph_do, Q: col // ATTN_MMA_K + 1, O: ph_o, LSE: ph_lse,
+                         DQ: ph_dq}[ai]
+        wave, st, slot = sched.split(when)
+        for k, v in (("wave", wave), ("step", st), ("phase", phase), ("load", load),
+                     ("slot", slot), ("operand", ai)):
+            keys[k].append(np.broadcast_to(np.asarray(v, np.int64), lines.shape))
+    cat = {k: np.concatenate(v) for k, v in keys.items()}
+    return [cat["operand"], cat["slot"], cat["load"], cat["phase"], cat["step"], cat["wave"]]
+
+
+def attention_order(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
+                    gpu: GpuModel) -> list[np.ndarray] | None:
+    """Sort keys of the fused memory-efficient attention kernels (forward and backward, see
+    the module docstring), or None when ``op`` is not one of them or its accesses are not
+    the plain (no bias) signature."""
+    if op.name.endswith(_FWD) or op.name == _FWD[1:]:
+        return _attention_forward_keys(op, per_access, base, gpu)
+    if op.name.endswith(_BWD) or op.name == _BWD[1:]:
+        return _attention_backward_keys(op, per_access, base, gpu)
+    return None
+
+
 def order_op(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
              gpu: GpuModel) -> np.ndarray:
     """Permutation of the concatenated lines of ``per_access`` into GPU issue order."""
     keys = None
     if "._foreach_" in op.name or "._fused_adam" in op.name:
         keys = foreach_order(op, per_access, base, gpu)
+    elif "_scaled_dot_product_efficient_attention" in op.name:
+        keys = attention_order(op, per_access, base, gpu)
     else:
         keys = gemm_order(op, per_access, base, gpu)
     if keys is None:

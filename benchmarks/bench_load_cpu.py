@@ -264,7 +264,7 @@ def report(args: argparse.Namespace) -> str:
     base = {}
     for w in works:
         v = [r["cpu_s"] / r["units"] * per[w] for r in runs if r["work"] == w
-             and r["kind"] == "none"]
+             and r["kind"] == "none" and not r.get("pin")]
         base[w] = statistics.mean(v) if v else float("nan")
     for kind, n, pin in conds:
         cells = []

@@ -4,16 +4,23 @@ it did, and a second call skips the runs already there.
 
     .venv/bin/python benchmarks/optimizer_table.py --out RUNS.jsonl \
         [--configs large small] [--networks ...] [--methods fadiff ga dosa random bo] \
-        [--seeds 0 1 2 3 4] [--cpu-seconds 5] [--tag NAME]
+        [--seeds 0 1 2 3 4] [--cpu-seconds 5 | --evaluations N [--cpu-cap bo=5]] [--tag NAME]
     .venv/bin/python benchmarks/optimizer_table.py --out RUNS.jsonl --report [--tag NAME]
     .venv/bin/python benchmarks/optimizer_table.py --out RUNS.jsonl --targets \
         --networks resnet18 gpt3_6.7b_ffn [--seeds 0 1]
 
 Every run: ``optimizer.methods.optimize`` with the same CPU-second budget (one torch thread),
-the same exact evaluator and the same refinement stage; a line holds the raw (search only)
+or with ``--evaluations N`` the same count of layer-mapping evaluations (one layer scored
+under one mapping, counted alike for every method: ``optimizer.search.Budget``; the search
+gets ``int(N / 2)`` of them, ``optimizer.methods.REFINE_SHARE``, the refinement what the
+search left, N less the search's evaluations; the budget is then load-independent by
+construction), the same exact evaluator and the same refinement stage; a line holds the raw (search only)
 and refined EDP (pJ x cycles, batch 1), CPU-s, evaluations, fused edges, validity, the load
 average and the commit.  ``--report`` prints the markdown tables (mean over the seeds and
-relative sd per network, method and column; geometric-mean ratios).  ``--tag`` keeps variants
+relative sd per network, method and column; geometric-mean ratios).  ``--cpu-cap M=T`` adds
+a CPU-second limit to method M's budget (whichever comes first), for a method that cannot
+reach N at a bearable cost (BO: Optuna's TPE costs more per trial as trials accumulate); each
+line records which limit ended the search (``search_stopped_by``).  ``--tag`` keeps variants
 of a method (e.g. FADiff at two commits) apart in one file.  ``--fused-halo slide`` runs the
 cost model with Timeloop's sliding window for fused groups' first layers instead of the
 default halo re-fetch (``optimizer.costmodel.FUSED_HALO``, for the whole process; recorded in
@@ -75,7 +82,12 @@ def run_all(args: argparse.Namespace) -> None:
     out = Path(args.out)
     done = {_key(r) for r in read_runs(out)}
     commit = _commit()
-    budget = Budget(cpu_seconds=args.cpu_seconds)
+    caps = parse_caps(args.cpu_cap)
+
+    def budget_for(method: str) -> Budget:
+        if args.evaluations is None:
+            return Budget(cpu_seconds=args.cpu_seconds)
+        return Budget(evaluations=args.evaluations, cpu_seconds=caps.get(method))
     if args.ablation:
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from bench_optimizer import register_ablations
@@ -87,6 +99,7 @@ def run_all(args: argparse.Namespace) -> None:
                     k = (cfg, net, m, seed, args.tag)
                     if k in done:
                         continue
+                    budget = budget_for(m)
                     res, space = optimize(net, cfg, m, budget, seed,
                                           refine=not args.no_refine)
                     raw = res.raw if res.raw is not None else res.result
@@ -110,7 +123,10 @@ def run_all(args: argparse.Namespace) -> None:
                            "cpu_s": res.cpu_s, "wall_s": res.wall_s,
                            "evaluations": res.evaluations,
                            "raw_evaluations": res.raw_evaluations,
-                           "budget_cpu_s": args.cpu_seconds, "fused_halo": args.fused_halo,
+                           "budget_cpu_s": budget.cpu_seconds,
+                           "budget_evaluations": budget.evaluations,
+                           "search_stopped_by": _stopped_by(budget, res, not args.no_refine),
+                           "fused_halo": args.fused_halo,
                            "fused_edges": [list(e) for e in sched.fused],
                            "first_layer_dram_tiles": tiles,
                            "halo_bytes": both["refetch"].dram_bytes - both["slide"].dram_bytes,
@@ -123,6 +139,48 @@ def run_all(args: argparse.Namespace) -> None:
                     print(f"{cfg} {net} {m} seed {seed}: raw {raw.edp:.4g} refined "
                           f"{res.result.edp:.4g}, {res.cpu_s:.2f} CPU-s, load "
                           f"{rec['load']:.1f}", flush=True)
+
+
+def parse_caps(items: list[str] | None) -> dict[str, float]:
+    """``["bo=5"]`` -> ``{"bo": 5.0}``: the per-method CPU-second caps of ``--cpu-cap``."""
+    caps: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        try:
+            caps[name] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name or not caps[name] > 0:
+            raise SystemExit(f"--cpu-cap: expected METHOD=CPU_SECONDS (> 0), got {item!r}")
+    return caps
+
+
+def _stopped_by(budget: Any, res: Any, refine: bool) -> str:
+    """Which limit ended the search stage: with no evaluation budget, the CPU-seconds; with
+    one and no CPU cap, the evaluations; with both, "evaluations" when the search spent at
+    least 90 % of its evaluation share (a method stops short of it by less than one step:
+    one candidate schedule, or one FADiff step of 9 K L), else "cpu_seconds"."""
+    if budget.evaluations is None:
+        return "cpu_seconds"
+    if budget.cpu_seconds is None:
+        return "evaluations"
+    from optimizer.methods import REFINE_SHARE
+
+    share = budget.share(1 - REFINE_SHARE).evaluations if refine else budget.evaluations
+    return "evaluations" if res.raw_evaluations >= 0.9 * share else "cpu_seconds"
+
+
+def _budget_text(rs: list[dict[str, Any]]) -> str:
+    """The runs' budget as the table header states it."""
+    evs = sorted({r.get("budget_evaluations") for r in rs} - {None})
+    if not evs:
+        return f"{rs[0]['budget_cpu_s']:g} CPU-s per run"
+    caps = sorted({(r["method"], r["budget_cpu_s"]) for r in rs
+                   if r.get("budget_evaluations") and r.get("budget_cpu_s")})
+    text = "/".join(f"{n:,}" for n in evs) + " layer-mapping evaluations per run"
+    if caps:
+        text += " (" + ", ".join(f"{m} capped at {c:g} CPU-s" for m, c in caps) + ")"
+    return text
 
 
 def _geo(xs: list[float]) -> float:
@@ -150,7 +208,7 @@ def report(args: argparse.Namespace) -> str:
             cell.setdefault((r["network"], label(r), "refined"), []).append(r["edp"])
         seeds = sorted({int(r["seed"]) for r in rs})
         loads = [r["load"] for r in rs]
-        lines.append(f"**{cfg}** (gemmini-{cfg}, {rs[0]['budget_cpu_s']:g} CPU-s per run, "
+        lines.append(f"**{cfg}** (gemmini-{cfg}, {_budget_text(rs)}, "
                      f"seeds {', '.join(map(str, seeds))}; {len(rs)} runs, load "
                      f"{min(loads):.1f}-{max(loads):.1f}): mean EDP (pJ x cycles, batch 1) over "
                      "the seeds (relative sd; n = seeds when not all)")
@@ -187,6 +245,16 @@ def report(args: argparse.Namespace) -> str:
         cpu = {m: [r["cpu_s"] for r in rs if label(r) == m] for m in methods}
         fused = {m: sum(r["fused"] for r in rs if label(r) == m) for m in methods}
         lines.append("")
+        if any(r.get("budget_evaluations") for r in rs):
+            lines.append("mean evaluations per run, search / total: " + ", ".join(
+                f"{m} {_mean([r['raw_evaluations'] for r in rs if label(r) == m]):,.0f} / "
+                f"{_mean([r['evaluations'] for r in rs if label(r) == m]):,.0f}"
+                for m in methods) + "; CPU-s per run, mean (min-max) by network: " + "; ".join(
+                f"{n}: " + ", ".join(
+                    f"{m} {_mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" for m in methods
+                    if (v := [r["cpu_s"] for r in rs if label(r) == m and r["network"] == n]))
+                for n in nets))
+            lines.append("")
         lines.append("mean CPU-s per run: " + ", ".join(
             f"{m} {sum(v) / len(v):.2f}" for m, v in cpu.items()) +
             f"; all valid: {all(r['valid'] for r in rs)}; fused edges in the final schedules "
@@ -194,6 +262,10 @@ def report(args: argparse.Namespace) -> str:
             f"; geomeans over {', '.join(full)}")
         lines.append("")
     return "\n".join(lines)
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
 
 
 #: issue 13's targets: (numerator method, its column, denominator method, its column, bound)
@@ -248,7 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--networks", nargs="+", default=list(NETWORKS))
     ap.add_argument("--methods", nargs="+", default=["fadiff", "ga", "dosa", "random", "bo"])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    ap.add_argument("--cpu-seconds", type=float, default=5.0)
+    ap.add_argument("--cpu-seconds", type=float, default=5.0,
+                    help="budget per run in process CPU-s (default 5; unused with --evaluations)")
+    ap.add_argument("--evaluations", type=int, default=None, metavar="N",
+                    help="budget per run in layer-mapping evaluations, the same for every "
+                         "method (as main.py optimize --evaluations): the search gets N/2, the "
+                         "refinement the rest")
+    ap.add_argument("--cpu-cap", nargs="+", default=None, metavar="METHOD=T",
+                    help="with --evaluations: also stop METHOD after T CPU-s (whichever first)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-refine", action="store_true")
     ap.add_argument("--ablation", nargs="+", default=None,
@@ -265,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --report: only these methods, in this order")
     ap.add_argument("--tags", dest="tag_filter", nargs="+", default=None)
     args = ap.parse_args(argv)
+    if args.evaluations is not None and args.evaluations <= 0:
+        ap.error("--evaluations must be positive")
+    if args.cpu_cap and args.evaluations is None:
+        ap.error("--cpu-cap needs --evaluations")
     if args.report or args.targets:
         args.tag = args.tag_filter
         print(targets(args) if args.targets else report(args))

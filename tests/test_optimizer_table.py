@@ -68,3 +68,47 @@ def test_report_footer_counts_the_tables_networks_only(runs_file) -> None:
     assert "; 12 runs," in text                          # 2 networks x 3 methods x 2 seeds
     assert "fadiff 2.50" in text and "fadiff 4" in text   # CPU-s mean, fused edges (not c's)
     assert "| c |" not in text
+
+
+def test_evaluation_budget_is_the_same_for_every_method(tmp_path) -> None:
+    """--evaluations N: every method's run gets N layer-mapping evaluations, the search half
+    of them and the refinement the rest; a --cpu-cap method gets the CPU limit on top."""
+    out = tmp_path / "evals.jsonl"
+    n = 420                                       # 20 schedules of ResNet18's 21 layers
+    assert optimizer_table.main(["--out", str(out), "--configs", "large", "--networks",
+                                 "resnet18", "--methods", "random", "ga", "--seeds", "0",
+                                 "--evaluations", str(n), "--cpu-cap", "ga=30"]) == 0
+    runs = {r["method"]: r for r in optimizer_table.read_runs(out)}
+    assert set(runs) == {"random", "ga"}
+    layers = 21
+    for m, r in runs.items():
+        assert r["budget_evaluations"] == n
+        assert n // 2 - layers < r["raw_evaluations"] <= n // 2 + layers      # the search
+        assert n - layers < r["evaluations"] <= n + layers                   # + refinement
+        assert r["search_stopped_by"] == "evaluations"
+    assert runs["random"]["budget_cpu_s"] is None and runs["ga"]["budget_cpu_s"] == 30.0
+    text = optimizer_table.report(argparse.Namespace(
+        out=str(out), configs=["large"], networks=["resnet18"], seeds=[0], tag=None,
+        methods_order=None))
+    assert "420 layer-mapping evaluations per run (ga capped at 30 CPU-s)" in text
+    assert "mean evaluations per run, search / total: random 2" in text
+
+
+def test_stopped_by_and_caps() -> None:
+    from types import SimpleNamespace
+
+    from optimizer.search import Budget
+
+    capped = Budget(evaluations=1000, cpu_seconds=5.0)
+    assert optimizer_table._stopped_by(capped, SimpleNamespace(raw_evaluations=495), True) \
+        == "evaluations"
+    assert optimizer_table._stopped_by(capped, SimpleNamespace(raw_evaluations=300), True) \
+        == "cpu_seconds"
+    assert optimizer_table._stopped_by(capped, SimpleNamespace(raw_evaluations=950), False) \
+        == "evaluations"
+    assert optimizer_table._stopped_by(Budget(cpu_seconds=5.0),
+                                       SimpleNamespace(raw_evaluations=10), True) == "cpu_seconds"
+    assert optimizer_table.parse_caps(["bo=5", "ga=2.5"]) == {"bo": 5.0, "ga": 2.5}
+    for bad in (["bo"], ["bo=x"], ["=3"], ["bo=0"]):
+        with pytest.raises(SystemExit):
+            optimizer_table.parse_caps(bad)

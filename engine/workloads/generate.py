@@ -331,13 +331,23 @@ def _bytes_table(counts: np.ndarray, scale: np.ndarray | None = None) -> dict[st
     }
 
 
+#: observe(g0, issued_is_write, dram_source, dram_is_write): in a full run, each expanded
+#: slice's issued lines (stream positions g0, g0+1, ...) and the DRAM requests they caused
+#: (``dram_source``: offset in the slice of the access that caused each one) -- the
+#: per-position counts on which a sampling design can be evaluated exactly
+#: (``benchmarks/bench_sampling.py design``); the end-of-step write-back is not observed
+Observer = Callable[[int, np.ndarray, np.ndarray, np.ndarray], None]
+
+
 def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
-                   progress: Progress | None = None) -> dict[str, Any]:
+                   progress: Progress | None = None,
+                   observe: Observer | None = None) -> dict[str, Any]:
     """Capture ``spec``'s training step and write its DRAM trace to ``out`` (HDF5).
 
     Returns the summary (also stored in the file): DRAM bytes read/written by phase and
     role, request count, footprint, sequential-run length, row locality, and, in sampled
-    mode, the extrapolated full-step totals.
+    mode, the extrapolated full-step totals.  ``observe`` (full runs only): see
+    :data:`Observer`.
     """
     import torch
 
@@ -346,11 +356,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     from engine.workloads.allocator import place
     from engine.workloads.cache import CacheFilter
     from engine.workloads.capture import PATTERNS, PHASE_ID, PHASES, ROLES, capture_step
-    from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
+    from engine.workloads.expand import LINE_BYTES, expand_op
     from engine.workloads.gpu_order import GpuModel
     from engine.workloads.placement import GpuAddressHash, page_table
     from engine.workloads.retarget import placement_record
-    from engine.workloads.sampling import kept_windows
+    from engine.workloads.sampling import kept_windows, surrogate_dram
     from engine.workloads.timing import Accelerator, schedule
 
     spec.check()
@@ -375,8 +385,15 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     start_ns, dur_ns = schedule(cap.ops, acc)
     phase_of = np.array([op.phase for op in cap.ops], np.int64)
     issued = np.zeros((len(cap.ops), 2), np.int64)
+    op_accesses = []                  # (storage, lines, is_write) per access, for the surrogate
     for op in cap.ops:
-        issued[op.index] = count_lines(op, placement.base)
+        acc_lines = [(a.storage, a.line_count(int(placement.base[a.storage]), LINE_BYTES),
+                      a.is_write) for a in op.accesses]
+        op_accesses.append(acc_lines)
+        issued[op.index] = (sum(n for _, n, w in acc_lines if not w),
+                            sum(n for _, n, w in acc_lines if w))
+    surrogate = surrogate_dram(op_accesses, spec.cache_bytes // LINE_BYTES)
+    del op_accesses
     op_start = np.concatenate([[0], np.cumsum(issued.sum(axis=1))])    # stream position
     stream_total = int(op_start[-1])
     sampled = spec.sample is not None and spec.sample < 1.0
@@ -512,6 +529,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     np.add.at(win_y, (wy, f.is_write.view(np.uint8)), 1)
                 else:
                     f = cache.filter(part.lines, part.is_write, part.role, op.phase, op.index)
+                    if observe is not None:
+                        observe(g0, part.is_write, f.source, f.is_write)
                     l2_access[op.phase] += n
                     l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome == 1))
                 pos = (f.source + done).astype(np.float64)
@@ -629,6 +648,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                 "floored": strat["floored"],
                 "strata": strat["strata"],
                 "converged_share_by_phase": strat["converged_share"],
+                "windows_only_strata": windows_only["strata"],
                 "windows_only_by_phase": {
                     p: {d: float(windows_only["bytes"][i, j])
                         for j, d in enumerate(("read", "write"))}
@@ -645,7 +665,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             {"name": np.array([op.name for op in cap.ops], dtype=object).astype("S"),
              "phase": phase_of.astype(np.uint8), "flops": np.array([op.flops for op in cap.ops]),
              "start_ns": start_ns, "duration_ns": dur_ns, "expanded": expanded,
-             "issued_lines": issued, "dram_requests": dram_per_op})
+             "issued_lines": issued, "dram_requests": dram_per_op,
+             "stratum": stratum_of.astype(np.uint8), "surrogate_dram": surrogate})
     except BaseException:
         writer.abort()
         raise

@@ -25,6 +25,7 @@ with the window spacing); a phase's estimate and variance are sums over its stra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -59,6 +60,16 @@ class Windows:
         return np.where(ok, k, -1)
 
 
+def allocation(x: int, total: int, windows: int, sample: float, min_kept: int = MIN_KEPT
+               ) -> tuple[int, int]:
+    """(N_s, n_s) of a stratum of ``x`` issued lines in a stream of ``total``: its share of
+    the ``sample x windows`` kept windows (at least ``min_kept``), cut so that they are a
+    fraction ``sample`` of its windows."""
+    pick = max(min_kept, int(round(sample * windows * x / max(total, 1))))
+    n_win = min(x, max(pick, int(round(pick / sample))))
+    return n_win, min(pick, n_win)
+
+
 def kept_windows(lines_per_op: np.ndarray, stratum_of: np.ndarray, windows: int,
                  sample: float, seed: int, min_kept: int = MIN_KEPT) -> Windows:
     """The kept windows of the stream (see the module docstring)."""
@@ -76,9 +87,7 @@ def kept_windows(lines_per_op: np.ndarray, stratum_of: np.ndarray, windows: int,
             continue
         sub = np.concatenate([[0], np.cumsum(lines_per_op[ops])])   # stratum coordinates
         x = int(sub[-1])
-        pick = max(min_kept, int(round(sample * windows * x / max(total, 1))))
-        n_win = min(x, max(pick, int(round(pick / sample))))
-        pick = min(pick, n_win)
+        n_win, pick = allocation(x, total, windows, sample, min_kept)
         u = float(np.random.default_rng([seed, 7919 * k + 1]).random())
         kept = systematic(n_win, pick, u)
         n_w.append(n_win)
@@ -124,4 +133,128 @@ def stratum_estimate(y: np.ndarray, x: np.ndarray, x_total: float, n_windows: in
         return est, 0.0
     e = y - r * x
     var = n_windows ** 2 * (1.0 - n / n_windows) / n * float(e.var(ddof=1))
+    return est, var
+
+
+def stratum_window_sums(lines_per_op: np.ndarray, stratum_of: np.ndarray, windows: int,
+                        sample: float, cums: list[np.ndarray], min_kept: int = MIN_KEPT
+                        ) -> list[dict]:
+    """Every window of every stratum (the design of :func:`kept_windows`, kept or not):
+    for each stratum label (sorted) its ``label``, ``n_windows``, ``n_kept`` and ``sums``,
+    one array per cumulative count in ``cums`` (each of length stream + 1: ``c[g]`` the
+    count over positions ``< g``) holding that count's total in each window.  With the
+    full run's per-position DRAM requests this gives the exact distribution of the
+    estimator over the random start (:func:`design_distribution`)."""
+    starts = np.concatenate([[0], np.cumsum(lines_per_op)]).astype(np.int64)
+    total = int(starts[-1])
+    out = []
+    for s in np.unique(stratum_of):
+        ops = np.flatnonzero((stratum_of == s) & (lines_per_op > 0))
+        if not ops.shape[0]:
+            out.append({"label": int(s), "n_windows": 0, "n_kept": 0,
+                        "sums": [np.zeros(0) for _ in cums]})
+            continue
+        sub = np.concatenate([[0], np.cumsum(lines_per_op[ops])]).astype(np.int64)
+        x = int(sub[-1])
+        n_win, pick = allocation(x, total, windows, sample, min_kept)
+        bounds = (np.arange(n_win + 1, dtype=np.int64) * x) // n_win
+        i = np.clip(np.searchsorted(sub, bounds, side="right") - 1, 0, ops.shape[0] - 1)
+        g = starts[ops[i]] + (bounds - sub[i])
+        sums = []
+        for c in cums:
+            per_op = c[starts[ops + 1]] - c[starts[ops]]
+            before = np.concatenate([[0], np.cumsum(per_op)])
+            at = before[i] + c[g] - c[starts[ops[i]]]
+            sums.append(np.diff(at).astype(np.float64))
+        out.append({"label": int(s), "n_windows": n_win, "n_kept": pick, "sums": sums})
+    return out
+
+
+def design_distribution(y: np.ndarray, x: np.ndarray, x_total: float, n_windows: int,
+                        n_kept: int, grid: int = 2000, estimator: Callable | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The ratio estimate and its variance estimate (:func:`stratum_estimate`) for each of
+    ``grid`` evenly spaced random starts u (midpoints), given every window's ``y`` and ``x``:
+    their mean over the grid is the estimator's expectation to within the grid's step."""
+    est = np.empty(grid)
+    var = np.empty(grid)
+    for k in range(grid):
+        kept = systematic(n_windows, n_kept, (k + 0.5) / grid)
+        est[k], var[k] = (estimator or stratum_estimate)(y[kept], x[kept], x_total,
+                                                         n_windows)
+    return est, var
+
+
+def surrogate_dram(accesses: list[list[tuple[int, int, bool]]], cache_lines: int
+                   ) -> np.ndarray:
+    """A cheap prediction of each operator's DRAM requests ([op, read/write] lines), known
+    for every operator before any request is expanded: the auxiliary variable of the
+    regression estimator (:func:`stratum_estimate_aux`).
+
+    ``accesses[i]``: operator i's (storage, lines, is_write).  Model: an LRU over whole
+    storages holding ``cache_lines`` lines; each storage keeps a resident count (the lines
+    of it the cache still holds) and a dirty count.  A read of n lines misses the lines not
+    resident; a write allocates them dirty (no read, as the sectored L2 does).  After each
+    operator the storages beyond the capacity, counted from the most recently used, lose
+    residency, and the dirty lines they lose are that operator's write-backs.  It ignores
+    set conflicts, sectors and the order inside an operator: it only has to be correlated
+    with the real counts, not equal to them."""
+    n_ops = len(accesses)
+    z = np.zeros((n_ops, 2), np.float64)
+    if cache_lines <= 0:
+        for i, acc in enumerate(accesses):
+            for _, n, w in acc:
+                z[i, int(w)] += n
+        return z
+    resident: dict[int, int] = {}     # storage -> resident lines, most recent last
+    dirty: dict[int, int] = {}
+    for i, acc in enumerate(accesses):
+        for s, n, w in acc:
+            r = resident.pop(s, 0)
+            if w:
+                dirty[s] = max(dirty.get(s, 0), n)
+            else:
+                z[i, 0] += max(0, n - r)
+            resident[s] = max(r, n)
+        room = cache_lines
+        gone = []
+        for s in reversed(resident):          # most recently used first
+            r = resident[s]
+            keep = min(r, max(room, 0))
+            room -= r
+            if keep < r:
+                d = dirty.get(s, 0)
+                if d > keep:
+                    z[i, 1] += d - keep
+                    dirty[s] = keep
+                resident[s] = keep
+                if keep == 0:
+                    gone.append(s)
+        for s in gone:
+            del resident[s]
+            dirty.pop(s, None)
+    return z
+
+
+def stratum_estimate_aux(y: np.ndarray, z: np.ndarray, z_total: float, n_windows: int
+                         ) -> tuple[float, float]:
+    """(estimate, variance) of a stratum's total by the regression estimator on an
+    auxiliary ``z`` known for every window (``z_total`` its stratum total):
+    ``N (ybar + b (Z/N - zbar))`` with ``b`` the least-squares slope of y on z in the kept
+    windows, variance ``N^2 (1 - n/N) / n * var(y - b z)`` (``n - 2`` degrees of freedom).
+    With a useless auxiliary ``b`` -> 0 and it is the expansion estimate; with one
+    proportional to ``y`` it is exact.  Approximately unbiased (bias O(1/n))."""
+    n = y.shape[0]
+    if n == 0:
+        return 0.0, 0.0
+    if n >= n_windows:
+        return float(y.sum()), 0.0
+    zc = z - z.mean()
+    szz = float(zc @ zc)
+    b = float(zc @ (y - y.mean())) / szz if szz > 0 else 0.0
+    est = n_windows * (float(y.mean()) + b * (z_total / n_windows - float(z.mean())))
+    if n < 3:
+        return est, 0.0
+    e = y - b * z
+    var = n_windows ** 2 * (1.0 - n / n_windows) / n * float(e.var(ddof=2))
     return est, var

@@ -81,11 +81,13 @@ def main() -> None:
                          "issue 12b)")
     ap.add_argument("--draws", type=int, default=4000,
                     help="design: Monte Carlo draws of the strata's starts for coverage")
-    ap.add_argument("--estimator", default="ratio",
-                    choices=("ratio", "ratio-all", "expansion", "aux"),
-                    help="design: the stratum estimator evaluated (ratio: to the window's "
-                         "issued lines of the direction; ratio-all: of both directions; "
-                         "expansion: N/n sum y; aux: regression on the surrogate)")
+    ap.add_argument("--estimator", default="mixed",
+                    choices=("mixed", "ratio", "ratio-all", "expansion"),
+                    help="design: the stratum estimator evaluated (mixed, the generator's: "
+                         "reads by the window's issued reads, writes by all its issued "
+                         "lines; ratio: both by the issued lines of their direction (before "
+                         "issue 12s); ratio-all: both by all issued lines; "
+                         "expansion: N/n sum y)")
     args = ap.parse_args()
     census = {"census_phases": ()} if args.no_census else {}
 
@@ -156,7 +158,7 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
     from engine.workloads.expand import LINE_BYTES
     from engine.workloads.generate import TraceSpec, auto_windows, generate_trace
     from engine.workloads.sampling import (Z95, design_distribution, stratum_estimate,
-                                           stratum_estimate_aux, stratum_window_sums)
+                                           stratum_window_sums, t975)
 
     kw = dict(batch=args.batch or 16, resolution=args.resolution or 32,
               overrides=SMALL_DDPM, memory=args.memory,
@@ -173,7 +175,6 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
     with h5py.File(tmp / "full.h5", "r") as h:
         issued = h["ops/issued_lines"][:]
         stratum_of = h["ops/stratum"][:].astype(np.int64)
-        z_op = h["ops/surrogate_dram"][:]
     lines_per_op = issued.sum(axis=1)
     total = int(lines_per_op.sum())
     xw = np.zeros(total, np.int64)
@@ -185,22 +186,6 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
         np.add.at(yr, g0 + src[~dw], 1)
     parts.clear()
     cum = [np.concatenate([[0], np.cumsum(a)]) for a in (1 - xw, xw, yr, yw)]
-    starts = np.concatenate([[0], np.cumsum(lines_per_op)])
-
-    class OpCum:
-        """Cumulative count of a per-operator total spread evenly over its lines."""
-
-        def __init__(self, per_op: np.ndarray) -> None:
-            self.c = np.concatenate([[0.0], np.cumsum(per_op)])
-            self.per_op = per_op
-
-        def __getitem__(self, g: np.ndarray) -> np.ndarray:
-            i = np.clip(np.searchsorted(starts, g, side="right") - 1, 0,
-                        lines_per_op.shape[0] - 1)
-            frac = (g - starts[i]) / np.maximum(lines_per_op[i], 1)
-            return self.c[i] + self.per_op[i] * frac
-
-    cum += [OpCum(z_op[:, 0]), OpCum(z_op[:, 1])]
     n_windows = args.windows or auto_windows(total, sample, kw["cache_bytes"] // LINE_BYTES)
     strata = stratum_window_sums(lines_per_op, stratum_of, n_windows, sample, cum)
     n_pat = len(PATTERNS)
@@ -208,6 +193,7 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
     truth = np.zeros((len(PHASES), 2))
     draws_est = np.zeros((args.draws, len(PHASES), 2))
     draws_var = np.zeros((args.draws, len(PHASES), 2))
+    draws_v2df = np.zeros((args.draws, len(PHASES), 2))
     mean = np.zeros((len(PHASES), 2))
     var_of_est = np.zeros((len(PHASES), 2))
     rows = []
@@ -218,15 +204,15 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
             continue
         xs = [st["sums"][0], st["sums"][1]]
         ys = [st["sums"][2], st["sums"][3]]
-        zs = [st["sums"][4], st["sums"][5]]
         pick = rng.integers(0, grid, args.draws)
         row = {"phase": PHASES[ph], "class": PATTERNS[st["label"] % n_pat],
                "windows": st["n_windows"], "kept": st["n_kept"]}
         for d in (0, 1):
             x_tot = float(xs[d].sum())
             t = float(ys[d].sum())
-            if args.estimator == "aux":
-                aux, aux_tot, fn = zs[d], float(zs[d].sum()), stratum_estimate_aux
+            if args.estimator == "mixed" and d == 1:     # the generator's estimator
+                aux = xs[0] + xs[1]
+                aux_tot, fn = float(aux.sum()), stratum_estimate
             elif args.estimator == "ratio-all":
                 aux = xs[0] + xs[1]
                 aux_tot, fn = float(aux.sum()), stratum_estimate
@@ -241,6 +227,8 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
             var_of_est[ph, d] += est.var()
             draws_est[:, ph, d] += est[pick]
             draws_var[:, ph, d] += var[pick]
+            if st["n_kept"] > 1:
+                draws_v2df[:, ph, d] += var[pick] ** 2 / (st["n_kept"] - 1)
             name = ("read", "write")[d]
             row[name] = {"truth": t, "bias": est.mean() / t - 1 if t else None,
                          "sd": est.std() / t if t else None,
@@ -255,23 +243,33 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
            "strata": rows, "phases": {}}
     fb = full["dram_bytes"]
     step = fb["read"] + fb["write"]
+    tq = np.vectorize(t975)
+
+    def quantile(v: np.ndarray, v2df: np.ndarray) -> np.ndarray:
+        """t quantile at the Welch-Satterthwaite df, as the generator's intervals."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return tq(np.where(v2df > 0, v ** 2 / np.where(v2df > 0, v2df, 1), np.inf))
+
     for i, p in enumerate(PHASES):
         t = truth[i].sum()
         if not t:
             continue
         e = draws_est[:, i].sum(axis=1)
         se = np.sqrt(draws_var[:, i].sum(axis=1))
+        q = quantile(draws_var[:, i].sum(axis=1), draws_v2df[:, i].sum(axis=1))
         out["phases"][p] = {
             "share": (fb["by_phase"][p]["read"] + fb["by_phase"][p]["write"]) / step,
             "bias": float(mean[i].sum() / t - 1),
             "sd": float(np.sqrt(var_of_est[i].sum()) / t),
-            "coverage95": float(np.mean(np.abs(e - t) <= Z95 * se)),
-            "mean_rel_halfwidth": float(np.mean(Z95 * se) / t),
+            "coverage95": float(np.mean(np.abs(e - t) <= q * se)),
+            "coverage95_normal": float(np.mean(np.abs(e - t) <= Z95 * se)),
+            "mean_rel_halfwidth": float(np.mean(q * se) / t),
             "by_direction": {d: {"bias": float(mean[i, j] / truth[i, j] - 1),
                                  "sd": float(np.sqrt(var_of_est[i, j]) / truth[i, j]),
                                  "coverage95": float(np.mean(
                                      np.abs(draws_est[:, i, j] - truth[i, j])
-                                     <= Z95 * np.sqrt(draws_var[:, i, j])))}
+                                     <= quantile(draws_var[:, i, j], draws_v2df[:, i, j])
+                                     * np.sqrt(draws_var[:, i, j])))}
                              for j, d in enumerate(("read", "write")) if truth[i, j]}}
     print(json.dumps(out), flush=True)
     # the sampled runs at the same design, stratum by stratum

@@ -356,11 +356,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     from engine.workloads.allocator import place
     from engine.workloads.cache import CacheFilter
     from engine.workloads.capture import PATTERNS, PHASE_ID, PHASES, ROLES, capture_step
-    from engine.workloads.expand import LINE_BYTES, expand_op
+    from engine.workloads.expand import LINE_BYTES, count_lines, expand_op
     from engine.workloads.gpu_order import GpuModel
     from engine.workloads.placement import GpuAddressHash, page_table
     from engine.workloads.retarget import placement_record
-    from engine.workloads.sampling import kept_windows, surrogate_dram
+    from engine.workloads.sampling import kept_windows
     from engine.workloads.timing import Accelerator, schedule
 
     spec.check()
@@ -385,15 +385,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     start_ns, dur_ns = schedule(cap.ops, acc)
     phase_of = np.array([op.phase for op in cap.ops], np.int64)
     issued = np.zeros((len(cap.ops), 2), np.int64)
-    op_accesses = []                  # (storage, lines, is_write) per access, for the surrogate
     for op in cap.ops:
-        acc_lines = [(a.storage, a.line_count(int(placement.base[a.storage]), LINE_BYTES),
-                      a.is_write) for a in op.accesses]
-        op_accesses.append(acc_lines)
-        issued[op.index] = (sum(n for _, n, w in acc_lines if not w),
-                            sum(n for _, n, w in acc_lines if w))
-    surrogate = surrogate_dram(op_accesses, spec.cache_bytes // LINE_BYTES)
-    del op_accesses
+        issued[op.index] = count_lines(op, placement.base)
     op_start = np.concatenate([[0], np.cumsum(issued.sum(axis=1))])    # stream position
     stream_total = int(op_start[-1])
     sampled = spec.sample is not None and spec.sample < 1.0
@@ -666,7 +659,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
              "phase": phase_of.astype(np.uint8), "flops": np.array([op.flops for op in cap.ops]),
              "start_ns": start_ns, "duration_ns": dur_ns, "expanded": expanded,
              "issued_lines": issued, "dram_requests": dram_per_op,
-             "stratum": stratum_of.astype(np.uint8), "surrogate_dram": surrogate})
+             "stratum": stratum_of.astype(np.uint8)})
     except BaseException:
         writer.abort()
         raise
@@ -759,19 +752,23 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
     :func:`converged_intervals`, and the DRAM requests they caused), what the cache
     simulation measured there is counted as it is, and only the rest of the stratum is
     extrapolated from the kept windows: ``Y_C + (1 - C/X) * estimate``, its variance scaled
-    by ``(1 - C/X)^2`` (``C``, ``X``: converged and all issued lines of the stratum in the
-    estimate's direction -- the ratio estimator's auxiliary -- or in both directions when the
-    stratum issues none in that direction).  The kept windows lie inside the converged positions, so when these are
-    only the kept windows (a large step) the estimate is the windows' one; when the warm-ups
-    cover the whole stratum it is exact."""
+    by ``(1 - C/X)^2`` (``C``, ``X``: converged and all lines of the stratum's ratio
+    auxiliary -- issued reads for DRAM reads, all issued lines for DRAM writes, the
+    write-backs any access can cause).  The kept windows lie inside the converged
+    positions, so when these are only the kept windows (a large step) the estimate is the
+    windows' one; when the warm-ups cover the whole stratum it is exact.  The 95 % interval
+    is +- Student's t quantile (Welch-Satterthwaite degrees of freedom over the strata)
+    standard errors."""
     from engine.workloads.capture import PATTERNS, PHASES
-    from engine.workloads.sampling import Z95, stratum_estimate
+    from engine.workloads.sampling import satterthwaite, stratum_estimate, t975
 
     n_ph = len(PHASES)
     est = np.zeros((n_ph, 2))
     var = np.zeros((n_ph, 2))
     conv_lines = np.zeros(n_ph)
     all_lines = np.zeros(n_ph)
+    var_parts: list[list[list[float]]] = [[[], []] for _ in range(n_ph)]
+    df_parts: list[list[list[int]]] = [[[], []] for _ in range(n_ph)]
     strata_out = []
     for k, s in enumerate(np.unique(stratum_of)):
         ph = int(s) // n_patterns
@@ -786,23 +783,39 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
             conv_lines[ph] += float(conv_x[int(s)].sum())
         all_lines[ph] += x_all
         for d in (0, 1):
-            x_total = float(issued[stratum_of == s, d].sum())
-            e, v = stratum_estimate(win_y[ids, d].astype(np.float64),
-                                    win_x[ids, d].astype(np.float64), x_total,
+            # the ratio's auxiliary: DRAM reads are a subset of the issued reads, so reads
+            # go by the issued reads; write-backs are caused by whichever access evicts a
+            # dirty line, read or write, so writes go by all issued lines (a ratio to the
+            # issued writes is biased upwards with few windows: issue 12s)
+            if d == 0:
+                wx = win_x[ids, 0].astype(np.float64)
+                x_total = float(issued[stratum_of == s, 0].sum())
+            else:
+                wx = win_x[ids].sum(axis=1).astype(np.float64)
+                x_total = x_all
+            e, v = stratum_estimate(win_y[ids, d].astype(np.float64), wx, x_total,
                                     int(win.n_windows[k]))
             if conv_y is not None:
-                # the unconverged rest: the ratio's share of its issued lines of this
-                # direction, or (no such lines) its share of all issued lines
-                ud = (max(0.0, 1.0 - float(conv_x[int(s), d]) / x_total) if x_total > 0
-                      else u)
+                # the unconverged rest: the ratio's share of its auxiliary's lines, or (no
+                # such lines) its share of all issued lines
+                cx = float(conv_x[int(s), 0]) if d == 0 else float(conv_x[int(s)].sum())
+                ud = max(0.0, 1.0 - cx / x_total) if x_total > 0 else u
                 e, v = float(conv_y[int(s), d]) + ud * e, ud * ud * v
             est[ph, d] += e
             var[ph, d] += v
+            var_parts[ph][d].append(v)
+            df_parts[ph][d].append(max(0, int(ids.shape[0]) - 1))
             row[("read", "write")[d] + "_bytes"] = e * 64.0
         strata_out.append(row)
     b = est * 64.0 + flushed_by_phase * 64.0
     se = np.sqrt(var) * 64.0
-    lo, hi = b - Z95 * se, b + Z95 * se
+    # Student's t with the strata's pooled (Welch-Satterthwaite) degrees of freedom: a
+    # stratum of a paper-size step keeps about ten windows, where the normal's 1.96 gives
+    # intervals that cover the truth well below 95 % of the time (issue 12s)
+    df = np.array([[satterthwaite(var_parts[i][d], df_parts[i][d]) for d in (0, 1)]
+                   for i in range(n_ph)])
+    q = np.vectorize(t975)(df)
+    lo, hi = b - q * se, b + q * se
     floored = {}
     for i, p in enumerate(PHASES):
         for d, name in enumerate(("read", "write")):
@@ -814,7 +827,7 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
     hi = np.maximum(hi, b)
     rse = np.where(b > 0, se / np.where(b > 0, b, 1.0), 0.0)
     return {"bytes": b, "lo": lo, "hi": hi, "rse": rse, "floored": floored,
-            "strata": strata_out,
+            "strata": strata_out, "df": df,
             "converged_share": {p: (float(conv_lines[i] / all_lines[i]) if all_lines[i]
                                     and conv_x is not None else None)
                                 for i, p in enumerate(PHASES)}}

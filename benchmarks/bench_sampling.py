@@ -88,6 +88,12 @@ def main() -> None:
                          "lines; ratio: both by the issued lines of their direction (before "
                          "issue 12s); ratio-all: both by all issued lines; "
                          "expansion: N/n sum y)")
+    ap.add_argument("--warmup-factor", type=float,
+                    help="design: warm-up before each kept window in L2 capacities "
+                         "(default: the generator's WARMUP_FACTOR)")
+    ap.add_argument("--cold", action="store_true",
+                    help="design: empty the L2 at the start of every simulated stretch "
+                         "(experiment COLD_STRETCHES)")
     args = ap.parse_args()
     census = {"census_phases": ()} if args.no_census else {}
 
@@ -160,6 +166,10 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
     from engine.workloads.sampling import (Z95, design_distribution, stratum_estimate,
                                            stratum_window_sums, t975)
 
+    import engine.workloads.generate as gen
+    if args.warmup_factor is not None:
+        gen.WARMUP_FACTOR = args.warmup_factor
+    gen.COLD_STRETCHES = args.cold
     kw = dict(batch=args.batch or 16, resolution=args.resolution or 32,
               overrides=SMALL_DDPM, memory=args.memory,
               cache_bytes=int(args.cache_mib * 2 ** 20))
@@ -289,8 +299,20 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
                                 if design else None,
                                 "sampled_error": g[f"{d}_bytes"] / (row[d]["truth"]
                                                                    * LINE_BYTES) - 1})
+        by_phase = {}
+        for p in PHASES:
+            i = PHASES.index(p)
+            t = truth[i].sum() * LINE_BYTES
+            rows_p = [c for c in cmp if c["phase"] == p]
+            if t and rows_p:
+                by_phase[p] = {
+                    # what the warm-ups' cache state changed, and the error in all
+                    "state_effect": sum(c["sampled_bytes"] - c["design_bytes"]
+                                        for c in rows_p) / t,
+                    "error": sum(c["sampled_bytes"] for c in rows_p) / t - 1}
         print(json.dumps({"kind": "sampled_vs_design", "seed": seed,
-                          "cpu_s": round(_cpu() - c0, 1), "strata": cmp}), flush=True)
+                          "cpu_s": round(_cpu() - c0, 1), "by_phase": by_phase,
+                          "strata": cmp}), flush=True)
 
 
 if __name__ == "__main__":

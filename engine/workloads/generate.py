@@ -161,6 +161,37 @@ def select_windows(n_windows: int, sample: float | None, seed: int) -> np.ndarra
     return np.floor((np.arange(pick) + u) * n_windows / pick).astype(np.int64)
 
 
+#: experiment (issue 12s): empty the cache at the start of every simulated stretch, so that
+#: lines left from an earlier stretch cannot hit in a later one
+COLD_STRETCHES = False
+
+
+def _filter_cold_at(cache: Any, cuts: list[int], lines: np.ndarray, is_write: np.ndarray,
+                    role: np.ndarray, phase: int, op: int) -> Any:
+    """``cache.filter`` with the cache emptied (dirty lines dropped: their write-backs fall
+    in an unsimulated gap) before each input index in ``cuts``."""
+    from engine.workloads.cache import Filtered
+    if not cuts:
+        return cache.filter(lines, is_write, role, phase, op)
+    n = lines.shape[0]
+    bounds = sorted(set([0] + cuts + [n]))
+    outs, outcomes, counts = [], [], np.zeros(2, np.int64)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if a in cuts:
+            cache.tags[:] = -1
+            cache.valid[:] = 0
+            cache.dirty[:] = 0
+        f = cache.filter(lines[a:b], is_write[a:b], role[a:b], phase, op)
+        f.source = f.source + a
+        outs.append(f)
+        outcomes.append(cache.last_outcome)
+        counts += cache.last_counts
+    cache.last_outcome = np.concatenate(outcomes)
+    cache.last_counts = counts
+    return Filtered(*(np.concatenate([getattr(f, k) for f in outs])
+                      for k in ("lines", "is_write", "role", "phase", "op", "source")))
+
+
 def _intervals_mask(g0: int, n: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Mask of positions g0..g0+n-1 lying in any [starts[i], ends[i]) (sorted, disjoint)."""
     g = np.arange(g0, g0 + n, dtype=np.int64)
@@ -398,7 +429,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         win = kept_windows(issued.sum(axis=1), stratum_of, n_windows, spec.sample,
                            spec.seed)
         keep_lo, keep_hi = win.lo, win.hi
-        budget = WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES
+        budget = int(WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES)
         warm_lo = np.maximum(np.concatenate([[0], keep_hi[:-1]]), keep_lo - budget)
         warm_lo, warm_hi = warm_lo[warm_lo < keep_lo], keep_lo[warm_lo < keep_lo]
         census = [PHASE_ID[p] for p in spec.census_phases]
@@ -410,6 +441,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         win_x = np.zeros((n_win, 2), np.int64)       # issued lines per kept window, r/w
         win_y = np.zeros((n_win, 2), np.int64)       # DRAM requests per kept window, r/w
         conv_lo, conv_hi = converged_intervals(keep_lo, keep_hi, warm_lo, warm_hi, budget)
+        stretch_lo = converged_intervals(keep_lo, keep_hi, warm_lo, warm_hi, 0)[0]
+        stretch_lo = stretch_lo[stretch_lo > 0]
         n_strata = len(PHASES) * len(PATTERNS)
         conv_x = np.zeros((n_strata, 2), np.int64)   # issued lines at converged positions
         conv_y = np.zeros((n_strata, 2), np.int64)   # DRAM requests they caused
@@ -502,8 +535,15 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     keep = where >= 0
                     feed = keep | _intervals_mask(g0, n, warm_lo, warm_hi)
                     idx = np.flatnonzero(feed)
-                    f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
-                                     op.phase, op.index)
+                    if COLD_STRETCHES:
+                        gpos = g0 + idx
+                        cuts = np.searchsorted(gpos, stretch_lo[
+                            (stretch_lo >= g0) & (stretch_lo < g0 + n)]).tolist()
+                        f = _filter_cold_at(cache, cuts, part.lines[idx], part.is_write[idx],
+                                            part.role[idx], op.phase, op.index)
+                    else:
+                        f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
+                                         op.phase, op.index)
                     kept_in = keep[idx]
                     l2_access[op.phase] += int(kept_in.sum())
                     l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome[kept_in] == 1))

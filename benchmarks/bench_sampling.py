@@ -91,9 +91,6 @@ def main() -> None:
     ap.add_argument("--warmup-factor", type=float,
                     help="design: warm-up before each kept window in L2 capacities "
                          "(default: the generator's WARMUP_FACTOR)")
-    ap.add_argument("--cold", action="store_true",
-                    help="design: empty the L2 at the start of every simulated stretch "
-                         "(experiment COLD_STRETCHES)")
     args = ap.parse_args()
     census = {"census_phases": ()} if args.no_census else {}
 
@@ -169,7 +166,6 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
     import engine.workloads.generate as gen
     if args.warmup_factor is not None:
         gen.WARMUP_FACTOR = args.warmup_factor
-    gen.COLD_STRETCHES = args.cold
     kw = dict(batch=args.batch or 16, resolution=args.resolution or 32,
               overrides=SMALL_DDPM, memory=args.memory,
               cache_bytes=int(args.cache_mib * 2 ** 20))

@@ -53,8 +53,11 @@ DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_MEMORY = "HBM2"
 #: In sampled mode, the cache is warmed before each sampled window by running the preceding
 #: operators through it (without writing their requests) until they issued this many times
-#: the cache's capacity in lines.
-WARMUP_FACTOR = 2
+#: the cache's capacity in lines.  Four, not two (issue 12s): after two capacities of issued
+#: lines the L2 holds fewer dirty lines than in the full run (sets that saw few distinct
+#: lines keep what an earlier stretch left), so a kept window's write-backs came out 2-5 %
+#: low; after four, within 1 % (``bench_sampling.py design --warmup-factor``)
+WARMUP_FACTOR = 4
 Progress = Callable[[int, int], None]
 
 
@@ -130,9 +133,11 @@ class TraceSpec:
 #: cache warm-up before each one, not the window, dominates the cost)
 MAX_WINDOWS = 100_000
 #: auto_windows: the warm-up may cost up to this many times the kept requests, or this many
-#: lines, whichever is more
-WARMUP_BUDGET_FACTOR = 4
-WARMUP_BUDGET_LINES = 50_000_000
+#: lines, whichever is more (doubled with WARMUP_FACTOR's 2 -> 4, so that a step is cut into
+#: as many windows as before: the lines through the cache model are cheap beside expanding
+#: the operators the windows touch)
+WARMUP_BUDGET_FACTOR = 8
+WARMUP_BUDGET_LINES = 100_000_000
 
 
 def auto_windows(stream_lines: int, sample: float, cache_lines: int) -> int:
@@ -159,37 +164,6 @@ def select_windows(n_windows: int, sample: float | None, seed: int) -> np.ndarra
     pick = min(n_windows, max(1, int(round(sample * n_windows))))
     u = np.random.default_rng(seed).random()
     return np.floor((np.arange(pick) + u) * n_windows / pick).astype(np.int64)
-
-
-#: experiment (issue 12s): empty the cache at the start of every simulated stretch, so that
-#: lines left from an earlier stretch cannot hit in a later one
-COLD_STRETCHES = False
-
-
-def _filter_cold_at(cache: Any, cuts: list[int], lines: np.ndarray, is_write: np.ndarray,
-                    role: np.ndarray, phase: int, op: int) -> Any:
-    """``cache.filter`` with the cache emptied (dirty lines dropped: their write-backs fall
-    in an unsimulated gap) before each input index in ``cuts``."""
-    from engine.workloads.cache import Filtered
-    if not cuts:
-        return cache.filter(lines, is_write, role, phase, op)
-    n = lines.shape[0]
-    bounds = sorted(set([0] + cuts + [n]))
-    outs, outcomes, counts = [], [], np.zeros(2, np.int64)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        if a in cuts:
-            cache.tags[:] = -1
-            cache.valid[:] = 0
-            cache.dirty[:] = 0
-        f = cache.filter(lines[a:b], is_write[a:b], role[a:b], phase, op)
-        f.source = f.source + a
-        outs.append(f)
-        outcomes.append(cache.last_outcome)
-        counts += cache.last_counts
-    cache.last_outcome = np.concatenate(outcomes)
-    cache.last_counts = counts
-    return Filtered(*(np.concatenate([getattr(f, k) for f in outs])
-                      for k in ("lines", "is_write", "role", "phase", "op", "source")))
 
 
 def _intervals_mask(g0: int, n: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -441,8 +415,6 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         win_x = np.zeros((n_win, 2), np.int64)       # issued lines per kept window, r/w
         win_y = np.zeros((n_win, 2), np.int64)       # DRAM requests per kept window, r/w
         conv_lo, conv_hi = converged_intervals(keep_lo, keep_hi, warm_lo, warm_hi, budget)
-        stretch_lo = converged_intervals(keep_lo, keep_hi, warm_lo, warm_hi, 0)[0]
-        stretch_lo = stretch_lo[stretch_lo > 0]
         n_strata = len(PHASES) * len(PATTERNS)
         conv_x = np.zeros((n_strata, 2), np.int64)   # issued lines at converged positions
         conv_y = np.zeros((n_strata, 2), np.int64)   # DRAM requests they caused
@@ -535,15 +507,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     keep = where >= 0
                     feed = keep | _intervals_mask(g0, n, warm_lo, warm_hi)
                     idx = np.flatnonzero(feed)
-                    if COLD_STRETCHES:
-                        gpos = g0 + idx
-                        cuts = np.searchsorted(gpos, stretch_lo[
-                            (stretch_lo >= g0) & (stretch_lo < g0 + n)]).tolist()
-                        f = _filter_cold_at(cache, cuts, part.lines[idx], part.is_write[idx],
-                                            part.role[idx], op.phase, op.index)
-                    else:
-                        f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
-                                         op.phase, op.index)
+                    f = cache.filter(part.lines[idx], part.is_write[idx], part.role[idx],
+                                     op.phase, op.index)
                     kept_in = keep[idx]
                     l2_access[op.phase] += int(kept_in.sum())
                     l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome[kept_in] == 1))
@@ -659,9 +624,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             est["read"] += flushed["read"]
             est["write"] += flushed["write"]
             strat = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
-                                stats.flushed.sum(axis=1), floor, conv_x, conv_y)
+                                stats.flushed.sum(axis=1), floor, conv_x, conv_y,
+                                writes_by_all_lines=cache.enabled)
             windows_only = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
-                                       stats.flushed.sum(axis=1), floor)
+                                       stats.flushed.sum(axis=1), floor,
+                                       writes_by_all_lines=cache.enabled)
             for i, p in enumerate(PHASES):
                 for j, d in enumerate(("read", "write")):
                     est["by_phase"][p][d] = float(strat["bytes"][i, j])
@@ -782,7 +749,8 @@ def converged_intervals(keep_lo: np.ndarray, keep_hi: np.ndarray, warm_lo: np.nd
 def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarray,
                 stratum_of: np.ndarray, n_patterns: int, flushed_by_phase: np.ndarray,
                 floor: np.ndarray, conv_x: np.ndarray | None = None,
-                conv_y: np.ndarray | None = None) -> dict[str, Any]:
+                conv_y: np.ndarray | None = None, writes_by_all_lines: bool = True
+                ) -> dict[str, Any]:
     """Per-phase DRAM bytes from the kept windows (:mod:`engine.workloads.sampling`): point
     estimate, 95 % interval, relative standard error; the end-of-step write-back
     (``flushed_by_phase`` [phase, r/w] requests, simulated whole) is added unscaled; a
@@ -794,7 +762,8 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
     extrapolated from the kept windows: ``Y_C + (1 - C/X) * estimate``, its variance scaled
     by ``(1 - C/X)^2`` (``C``, ``X``: converged and all lines of the stratum's ratio
     auxiliary -- issued reads for DRAM reads, all issued lines for DRAM writes, the
-    write-backs any access can cause).  The kept windows lie inside the converged
+    write-backs any access can cause; the issued writes without a cache
+    (``writes_by_all_lines`` False), where every write reaches DRAM as it is issued).  The kept windows lie inside the converged
     positions, so when these are only the kept windows (a large step) the estimate is the
     windows' one; when the warm-ups cover the whole stratum it is exact.  The 95 % interval
     is +- Student's t quantile (Welch-Satterthwaite degrees of freedom over the strata)
@@ -826,10 +795,11 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
             # the ratio's auxiliary: DRAM reads are a subset of the issued reads, so reads
             # go by the issued reads; write-backs are caused by whichever access evicts a
             # dirty line, read or write, so writes go by all issued lines (a ratio to the
-            # issued writes is biased upwards with few windows: issue 12s)
-            if d == 0:
-                wx = win_x[ids, 0].astype(np.float64)
-                x_total = float(issued[stratum_of == s, 0].sum())
+            # issued writes is biased upwards with few windows: issue 12s); without a cache
+            # writes go by the issued writes, which they are
+            if d == 0 or not writes_by_all_lines:
+                wx = win_x[ids, d].astype(np.float64)
+                x_total = float(issued[stratum_of == s, d].sum())
             else:
                 wx = win_x[ids].sum(axis=1).astype(np.float64)
                 x_total = x_all
@@ -838,7 +808,8 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
             if conv_y is not None:
                 # the unconverged rest: the ratio's share of its auxiliary's lines, or (no
                 # such lines) its share of all issued lines
-                cx = float(conv_x[int(s), 0]) if d == 0 else float(conv_x[int(s)].sum())
+                cx = (float(conv_x[int(s), d]) if d == 0 or not writes_by_all_lines
+                      else float(conv_x[int(s)].sum()))
                 ud = max(0.0, 1.0 - cx / x_total) if x_total > 0 else u
                 e, v = float(conv_y[int(s), d]) + ud * e, ud * ud * v
             est[ph, d] += e

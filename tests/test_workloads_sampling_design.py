@@ -105,3 +105,24 @@ def test_full_run_observer_sees_every_issued_line_and_dram_request(tmp_path: Pat
                        tmp_path / "t.h5", observe=observe)
     assert seen["issued"] == s["stream_lines"]
     assert seen["dram"] == s["requests"] - s["flush_requests"] > 0
+
+
+def test_longer_warm_up_keeps_the_window_counts() -> None:
+    # WARMUP_FACTOR went 2 -> 4 with the budget doubled: auto_windows cuts every step as
+    # before (the small DDPM, ResNet-50 224x224 batch 8, DDPM 256x256 batch 8 at 1 %)
+    from engine.workloads import generate as gen
+    assert gen.WARMUP_FACTOR == 4
+
+    def before(stream: int, sample: float, cache_lines: int) -> int:
+        kept = max(1.0, stream * sample)
+        budget = max(4 * kept, 50_000_000)
+        k = sample * gen.MAX_WINDOWS
+        if min(k * 2 * cache_lines, stream) > budget and cache_lines > 0:
+            k = budget / (2 * cache_lines)
+        return int(max(1, round(k / sample)))
+
+    cache_lines = 40 * 2 ** 20 // 64
+    for stream, sample in ((19_224_860, 0.05), (134_000_000, 0.01), (3_000_000_000, 0.01),
+                           (3_000_000_000, 0.001)):
+        assert gen.auto_windows(stream, sample, cache_lines) == before(stream, sample,
+                                                                       cache_lines)

@@ -273,7 +273,8 @@ def _design(args: argparse.Namespace, census: dict, tmp: Path) -> None:
                              np.random.default_rng([s, 7919 * k + 1]).random() * grid))])
                              for s in args.seeds}}
         rows.append(row)
-    out = {"kind": "design", "estimator": args.estimator, "cpu_s_full": round(cpu_full, 1), "stream_lines": total,
+    out = {"kind": "design", "estimator": args.estimator, "cpu_s_full": round(cpu_full, 1),
+           "stream_lines": total,
            "windows": n_windows, "sample": sample, "cache_bytes": kw["cache_bytes"],
            "strata": rows, "phases": {}}
     fb = full["dram_bytes"]

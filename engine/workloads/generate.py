@@ -763,9 +763,10 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
     by ``(1 - C/X)^2`` (``C``, ``X``: converged and all lines of the stratum's ratio
     auxiliary -- issued reads for DRAM reads, all issued lines for DRAM writes, the
     write-backs any access can cause; the issued writes without a cache
-    (``writes_by_all_lines`` False), where every write reaches DRAM as it is issued).  The kept windows lie inside the converged
-    positions, so when these are only the kept windows (a large step) the estimate is the
-    windows' one; when the warm-ups cover the whole stratum it is exact.  The 95 % interval
+    (``writes_by_all_lines`` False), where every write reaches DRAM as it is issued).
+    The kept windows lie inside the converged positions, so when these are only the kept
+    windows (a large step) the estimate is the windows' one; when the warm-ups cover the
+    whole stratum it is exact.  The 95 % interval
     is +- Student's t quantile (Welch-Satterthwaite degrees of freedom over the strata)
     standard errors."""
     from engine.workloads.capture import PATTERNS, PHASES

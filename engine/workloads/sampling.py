@@ -19,8 +19,12 @@ one line), and exact when DRAM traffic is proportional to issued traffic (no cac
 variance is estimated as for a simple random sample of windows,
 ``N_s^2 (1 - n_s/N_s) / n_s * var(y_j - R x_j)`` (systematic sampling is usually more
 precise than that, so the interval is conservative unless the stream has a period aligned
-with the window spacing); a phase's estimate and variance are sums over its strata, and the
-95 % interval is +-1.96 standard errors.
+with the window spacing -- but with ten windows per stratum DRAM reads' intervals were
+measured to cover 79-88 %, issue 12s in benchmarks/RESULTS.md); a phase's estimate and variance are sums over its strata, and the
+95 % interval is +- Student's t quantile (:func:`t975`, at the strata's pooled
+Welch-Satterthwaite degrees of freedom, :func:`satterthwaite`) standard errors.  In
+the generator (``generate._stratified``) DRAM reads take the window's issued reads as
+``x`` and DRAM writes (L2 write-backs, caused by any access) all its issued lines.
 """
 from __future__ import annotations
 
@@ -35,12 +39,13 @@ Z95 = 1.959964
 
 def t975(df: float) -> float:
     """The 97.5 % quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher
-    expansion about the normal's; 0.02 under the table at 3 df, within 0.003 from 5 df on); the normal's for
-    an infinite or non-positive ``df`` (no variance to speak of)."""
+    expansion about the normal's; 0.02 under the table at 3 df, within 0.003 from 5 df
+    on); the normal's for an infinite or non-positive ``df`` (no variance to speak of)."""
     if not np.isfinite(df) or df <= 0:
         return Z95
     z = Z95
-    return float(z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    return float(z + (z ** 3 + z) / (4 * df)
+                 + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
                  + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
 
 

@@ -54,8 +54,11 @@ DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_MEMORY = "HBM2"
 #: In sampled mode, the cache is warmed before each sampled window by running the preceding
 #: operators through it (without writing their requests) until they issued this many times
-#: the cache's capacity in lines.
-WARMUP_FACTOR = 2
+#: the cache's capacity in lines.  Four, not two (issue 12s): after two capacities of issued
+#: lines the L2 holds fewer dirty lines than in the full run (sets that saw few distinct
+#: lines keep what an earlier stretch left), so a kept window's write-backs came out 2-5 %
+#: low; after four, within 1 % (``bench_sampling.py design --warmup-factor``)
+WARMUP_FACTOR = 4
 Progress = Callable[[int, int], None]
 
 
@@ -139,9 +142,11 @@ class TraceSpec:
 #: cache warm-up before each one, not the window, dominates the cost)
 MAX_WINDOWS = 100_000
 #: auto_windows: the warm-up may cost up to this many times the kept requests, or this many
-#: lines, whichever is more
-WARMUP_BUDGET_FACTOR = 4
-WARMUP_BUDGET_LINES = 50_000_000
+#: lines, whichever is more (doubled with WARMUP_FACTOR's 2 -> 4, so that a step is cut into
+#: as many windows as before: the lines through the cache model are cheap beside expanding
+#: the operators the windows touch)
+WARMUP_BUDGET_FACTOR = 8
+WARMUP_BUDGET_LINES = 100_000_000
 
 
 def auto_windows(stream_lines: int, sample: float, cache_lines: int) -> int:
@@ -338,13 +343,23 @@ def _bytes_table(counts: np.ndarray, scale: np.ndarray | None = None) -> dict[st
     }
 
 
+#: observe(g0, issued_is_write, dram_source, dram_is_write): in a full run, each expanded
+#: slice's issued lines (stream positions g0, g0+1, ...) and the DRAM requests they caused
+#: (``dram_source``: offset in the slice of the access that caused each one) -- the
+#: per-position counts on which a sampling design can be evaluated exactly
+#: (``benchmarks/bench_sampling.py design``); the end-of-step write-back is not observed
+Observer = Callable[[int, np.ndarray, np.ndarray, np.ndarray], None]
+
+
 def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
-                   progress: Progress | None = None) -> dict[str, Any]:
+                   progress: Progress | None = None,
+                   observe: Observer | None = None) -> dict[str, Any]:
     """Capture ``spec``'s training step and write its DRAM trace to ``out`` (HDF5).
 
     Returns the summary (also stored in the file): DRAM bytes read/written by phase and
     role, request count, footprint, sequential-run length, row locality, and, in sampled
-    mode, the extrapolated full-step totals.
+    mode, the extrapolated full-step totals.  ``observe`` (full runs only): see
+    :data:`Observer`.
     """
     import torch
 
@@ -397,7 +412,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         win = kept_windows(issued.sum(axis=1), stratum_of, n_windows, spec.sample,
                            spec.seed)
         keep_lo, keep_hi = win.lo, win.hi
-        budget = WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES
+        budget = int(WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES)
         warm_lo = np.maximum(np.concatenate([[0], keep_hi[:-1]]), keep_lo - budget)
         warm_lo, warm_hi = warm_lo[warm_lo < keep_lo], keep_lo[warm_lo < keep_lo]
         census = [PHASE_ID[p] for p in spec.census_phases]
@@ -521,6 +536,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     np.add.at(win_y, (wy, f.is_write.view(np.uint8)), 1)
                 else:
                     f = cache.filter(part.lines, part.is_write, part.role, op.phase, op.index)
+                    if observe is not None:
+                        observe(g0, part.is_write, f.source, f.is_write)
                     l2_access[op.phase] += n
                     l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome == 1))
                 pos = (f.source + done).astype(np.float64)
@@ -617,9 +634,11 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             est["read"] += flushed["read"]
             est["write"] += flushed["write"]
             strat = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
-                                stats.flushed.sum(axis=1), floor, conv_x, conv_y)
+                                stats.flushed.sum(axis=1), floor, conv_x, conv_y,
+                                writes_by_all_lines=cache.enabled)
             windows_only = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
-                                       stats.flushed.sum(axis=1), floor)
+                                       stats.flushed.sum(axis=1), floor,
+                                       writes_by_all_lines=cache.enabled)
             for i, p in enumerate(PHASES):
                 for j, d in enumerate(("read", "write")):
                     est["by_phase"][p][d] = float(strat["bytes"][i, j])
@@ -639,6 +658,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                 "floored": strat["floored"],
                 "strata": strat["strata"],
                 "converged_share_by_phase": strat["converged_share"],
+                "windows_only_strata": windows_only["strata"],
                 "windows_only_by_phase": {
                     p: {d: float(windows_only["bytes"][i, j])
                         for j, d in enumerate(("read", "write"))}
@@ -655,7 +675,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             {"name": np.array([op.name for op in cap.ops], dtype=object).astype("S"),
              "phase": phase_of.astype(np.uint8), "flops": np.array([op.flops for op in cap.ops]),
              "start_ns": start_ns, "duration_ns": dur_ns, "expanded": expanded,
-             "issued_lines": issued, "dram_requests": dram_per_op})
+             "issued_lines": issued, "dram_requests": dram_per_op,
+             "stratum": stratum_of.astype(np.uint8)})
     except BaseException:
         writer.abort()
         raise
@@ -738,7 +759,8 @@ def converged_intervals(keep_lo: np.ndarray, keep_hi: np.ndarray, warm_lo: np.nd
 def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarray,
                 stratum_of: np.ndarray, n_patterns: int, flushed_by_phase: np.ndarray,
                 floor: np.ndarray, conv_x: np.ndarray | None = None,
-                conv_y: np.ndarray | None = None) -> dict[str, Any]:
+                conv_y: np.ndarray | None = None, writes_by_all_lines: bool = True
+                ) -> dict[str, Any]:
     """Per-phase DRAM bytes from the kept windows (:mod:`engine.workloads.sampling`): point
     estimate, 95 % interval, relative standard error; the end-of-step write-back
     (``flushed_by_phase`` [phase, r/w] requests, simulated whole) is added unscaled; a
@@ -748,19 +770,25 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
     :func:`converged_intervals`, and the DRAM requests they caused), what the cache
     simulation measured there is counted as it is, and only the rest of the stratum is
     extrapolated from the kept windows: ``Y_C + (1 - C/X) * estimate``, its variance scaled
-    by ``(1 - C/X)^2`` (``C``, ``X``: converged and all issued lines of the stratum in the
-    estimate's direction -- the ratio estimator's auxiliary -- or in both directions when the
-    stratum issues none in that direction).  The kept windows lie inside the converged positions, so when these are
-    only the kept windows (a large step) the estimate is the windows' one; when the warm-ups
-    cover the whole stratum it is exact."""
+    by ``(1 - C/X)^2`` (``C``, ``X``: converged and all lines of the stratum's ratio
+    auxiliary -- issued reads for DRAM reads, all issued lines for DRAM writes, the
+    write-backs any access can cause; the issued writes without a cache
+    (``writes_by_all_lines`` False), where every write reaches DRAM as it is issued).
+    The kept windows lie inside the converged positions, so when these are only the kept
+    windows (a large step) the estimate is the windows' one; when the warm-ups cover the
+    whole stratum it is exact.  The 95 % interval
+    is +- Student's t quantile (Welch-Satterthwaite degrees of freedom over the strata)
+    standard errors."""
     from engine.workloads.capture import PATTERNS, PHASES
-    from engine.workloads.sampling import Z95, stratum_estimate
+    from engine.workloads.sampling import satterthwaite, stratum_estimate, t975
 
     n_ph = len(PHASES)
     est = np.zeros((n_ph, 2))
     var = np.zeros((n_ph, 2))
     conv_lines = np.zeros(n_ph)
     all_lines = np.zeros(n_ph)
+    var_parts: list[list[list[float]]] = [[[], []] for _ in range(n_ph)]
+    df_parts: list[list[list[int]]] = [[[], []] for _ in range(n_ph)]
     strata_out = []
     for k, s in enumerate(np.unique(stratum_of)):
         ph = int(s) // n_patterns
@@ -775,23 +803,41 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
             conv_lines[ph] += float(conv_x[int(s)].sum())
         all_lines[ph] += x_all
         for d in (0, 1):
-            x_total = float(issued[stratum_of == s, d].sum())
-            e, v = stratum_estimate(win_y[ids, d].astype(np.float64),
-                                    win_x[ids, d].astype(np.float64), x_total,
+            # the ratio's auxiliary: DRAM reads are a subset of the issued reads, so reads
+            # go by the issued reads; write-backs are caused by whichever access evicts a
+            # dirty line, read or write, so writes go by all issued lines (a ratio to the
+            # issued writes is biased upwards with few windows: issue 12s); without a cache
+            # writes go by the issued writes, which they are
+            if d == 0 or not writes_by_all_lines:
+                wx = win_x[ids, d].astype(np.float64)
+                x_total = float(issued[stratum_of == s, d].sum())
+            else:
+                wx = win_x[ids].sum(axis=1).astype(np.float64)
+                x_total = x_all
+            e, v = stratum_estimate(win_y[ids, d].astype(np.float64), wx, x_total,
                                     int(win.n_windows[k]))
             if conv_y is not None:
-                # the unconverged rest: the ratio's share of its issued lines of this
-                # direction, or (no such lines) its share of all issued lines
-                ud = (max(0.0, 1.0 - float(conv_x[int(s), d]) / x_total) if x_total > 0
-                      else u)
+                # the unconverged rest: the ratio's share of its auxiliary's lines, or (no
+                # such lines) its share of all issued lines
+                cx = (float(conv_x[int(s), d]) if d == 0 or not writes_by_all_lines
+                      else float(conv_x[int(s)].sum()))
+                ud = max(0.0, 1.0 - cx / x_total) if x_total > 0 else u
                 e, v = float(conv_y[int(s), d]) + ud * e, ud * ud * v
             est[ph, d] += e
             var[ph, d] += v
+            var_parts[ph][d].append(v)
+            df_parts[ph][d].append(max(0, int(ids.shape[0]) - 1))
             row[("read", "write")[d] + "_bytes"] = e * 64.0
         strata_out.append(row)
     b = est * 64.0 + flushed_by_phase * 64.0
     se = np.sqrt(var) * 64.0
-    lo, hi = b - Z95 * se, b + Z95 * se
+    # Student's t with the strata's pooled (Welch-Satterthwaite) degrees of freedom: a
+    # stratum of a paper-size step keeps about ten windows, where the normal's 1.96 gives
+    # intervals that cover the truth well below 95 % of the time (issue 12s)
+    df = np.array([[satterthwaite(var_parts[i][d], df_parts[i][d]) for d in (0, 1)]
+                   for i in range(n_ph)])
+    q = np.vectorize(t975)(df)
+    lo, hi = b - q * se, b + q * se
     floored = {}
     for i, p in enumerate(PHASES):
         for d, name in enumerate(("read", "write")):
@@ -803,7 +849,7 @@ def _stratified(win: Any, win_x: np.ndarray, win_y: np.ndarray, issued: np.ndarr
     hi = np.maximum(hi, b)
     rse = np.where(b > 0, se / np.where(b > 0, b, 1.0), 0.0)
     return {"bytes": b, "lo": lo, "hi": hi, "rse": rse, "floored": floored,
-            "strata": strata_out,
+            "strata": strata_out, "df": df,
             "converged_share": {p: (float(conv_lines[i] / all_lines[i]) if all_lines[i]
                                     and conv_x is not None else None)
                                 for i, p in enumerate(PHASES)}}

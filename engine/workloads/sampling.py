@@ -19,17 +19,44 @@ one line), and exact when DRAM traffic is proportional to issued traffic (no cac
 variance is estimated as for a simple random sample of windows,
 ``N_s^2 (1 - n_s/N_s) / n_s * var(y_j - R x_j)`` (systematic sampling is usually more
 precise than that, so the interval is conservative unless the stream has a period aligned
-with the window spacing); a phase's estimate and variance are sums over its strata, and the
-95 % interval is +-1.96 standard errors.
+with the window spacing -- but with ten windows per stratum DRAM reads' intervals were
+measured to cover 79-88 %, issue 12s in benchmarks/RESULTS.md); a phase's estimate and variance are sums over its strata, and the
+95 % interval is +- Student's t quantile (:func:`t975`, at the strata's pooled
+Welch-Satterthwaite degrees of freedom, :func:`satterthwaite`) standard errors.  In
+the generator (``generate._stratified``) DRAM reads take the window's issued reads as
+``x`` and DRAM writes (L2 write-backs, caused by any access) all its issued lines.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 MIN_KEPT = 10
 Z95 = 1.959964
+
+
+def t975(df: float) -> float:
+    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher
+    expansion about the normal's; 0.02 under the table at 3 df, within 0.003 from 5 df
+    on); the normal's for an infinite or non-positive ``df`` (no variance to speak of)."""
+    if not np.isfinite(df) or df <= 0:
+        return Z95
+    z = Z95
+    return float(z + (z ** 3 + z) / (4 * df)
+                 + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+                 + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+
+
+def satterthwaite(var: np.ndarray, df: np.ndarray) -> float:
+    """Effective degrees of freedom of a sum of independent variance estimates ``var`` with
+    ``df`` degrees of freedom each (Welch-Satterthwaite); infinite when the sum is 0."""
+    var, df = np.asarray(var, np.float64), np.asarray(df, np.float64)
+    ok = (var > 0) & (df > 0)
+    if not ok.any():
+        return float("inf")
+    return float(var[ok].sum() ** 2 / np.sum(var[ok] ** 2 / df[ok]))
 
 
 def systematic(n_windows: int, pick: int, u: float) -> np.ndarray:
@@ -59,6 +86,16 @@ class Windows:
         return np.where(ok, k, -1)
 
 
+def allocation(x: int, total: int, windows: int, sample: float, min_kept: int = MIN_KEPT
+               ) -> tuple[int, int]:
+    """(N_s, n_s) of a stratum of ``x`` issued lines in a stream of ``total``: its share of
+    the ``sample x windows`` kept windows (at least ``min_kept``), cut so that they are a
+    fraction ``sample`` of its windows."""
+    pick = max(min_kept, int(round(sample * windows * x / max(total, 1))))
+    n_win = min(x, max(pick, int(round(pick / sample))))
+    return n_win, min(pick, n_win)
+
+
 def kept_windows(lines_per_op: np.ndarray, stratum_of: np.ndarray, windows: int,
                  sample: float, seed: int, min_kept: int = MIN_KEPT) -> Windows:
     """The kept windows of the stream (see the module docstring)."""
@@ -76,9 +113,7 @@ def kept_windows(lines_per_op: np.ndarray, stratum_of: np.ndarray, windows: int,
             continue
         sub = np.concatenate([[0], np.cumsum(lines_per_op[ops])])   # stratum coordinates
         x = int(sub[-1])
-        pick = max(min_kept, int(round(sample * windows * x / max(total, 1))))
-        n_win = min(x, max(pick, int(round(pick / sample))))
-        pick = min(pick, n_win)
+        n_win, pick = allocation(x, total, windows, sample, min_kept)
         u = float(np.random.default_rng([seed, 7919 * k + 1]).random())
         kept = systematic(n_win, pick, u)
         n_w.append(n_win)
@@ -125,3 +160,53 @@ def stratum_estimate(y: np.ndarray, x: np.ndarray, x_total: float, n_windows: in
     e = y - r * x
     var = n_windows ** 2 * (1.0 - n / n_windows) / n * float(e.var(ddof=1))
     return est, var
+
+
+def stratum_window_sums(lines_per_op: np.ndarray, stratum_of: np.ndarray, windows: int,
+                        sample: float, cums: list[np.ndarray], min_kept: int = MIN_KEPT
+                        ) -> list[dict]:
+    """Every window of every stratum (the design of :func:`kept_windows`, kept or not):
+    for each stratum label (sorted) its ``label``, ``n_windows``, ``n_kept`` and ``sums``,
+    one array per cumulative count in ``cums`` (each of length stream + 1: ``c[g]`` the
+    count over positions ``< g``) holding that count's total in each window.  With the
+    full run's per-position DRAM requests this gives the exact distribution of the
+    estimator over the random start (:func:`design_distribution`)."""
+    starts = np.concatenate([[0], np.cumsum(lines_per_op)]).astype(np.int64)
+    total = int(starts[-1])
+    out = []
+    for s in np.unique(stratum_of):
+        ops = np.flatnonzero((stratum_of == s) & (lines_per_op > 0))
+        if not ops.shape[0]:
+            out.append({"label": int(s), "n_windows": 0, "n_kept": 0,
+                        "sums": [np.zeros(0) for _ in cums]})
+            continue
+        sub = np.concatenate([[0], np.cumsum(lines_per_op[ops])]).astype(np.int64)
+        x = int(sub[-1])
+        n_win, pick = allocation(x, total, windows, sample, min_kept)
+        bounds = (np.arange(n_win + 1, dtype=np.int64) * x) // n_win
+        i = np.clip(np.searchsorted(sub, bounds, side="right") - 1, 0, ops.shape[0] - 1)
+        g = starts[ops[i]] + (bounds - sub[i])
+        sums = []
+        for c in cums:
+            per_op = c[starts[ops + 1]] - c[starts[ops]]
+            before = np.concatenate([[0], np.cumsum(per_op)])
+            at = before[i] + c[g] - c[starts[ops[i]]]
+            sums.append(np.diff(at).astype(np.float64))
+        out.append({"label": int(s), "n_windows": n_win, "n_kept": pick, "sums": sums})
+    return out
+
+
+def design_distribution(y: np.ndarray, x: np.ndarray, x_total: float, n_windows: int,
+                        n_kept: int, grid: int = 2000, estimator: Callable | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The ratio estimate and its variance estimate (:func:`stratum_estimate`) for each of
+    ``grid`` evenly spaced random starts u (midpoints), given every window's ``y`` and ``x``:
+    their mean over the grid is the estimator's expectation to within the grid's step."""
+    est = np.empty(grid)
+    var = np.empty(grid)
+    for k in range(grid):
+        kept = systematic(n_windows, n_kept, (k + 0.5) / grid)
+        est[k], var[k] = (estimator or stratum_estimate)(y[kept], x[kept], x_total,
+                                                         n_windows)
+    return est, var
+

@@ -4,23 +4,13 @@ the schedule file and the results table record it, a stored run shows it again, 
 co-simulation scores the schedule under the rule it was searched with."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import Qt
 
-from test_gui_optimizer import (RUN_TIMEOUT_MS, TINY, _open_network, _run,  # noqa: E402
-                                _setup, view)  # noqa: F401  (view: the fixture)
+from test_gui_optimizer import (RUN_TIMEOUT_MS, _open_network, _run,  # noqa: E402
+                                _setup, tiny_json, view)  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.gui
-
-
-@pytest.fixture
-def tiny_json(tmp_path) -> Path:
-    path = tmp_path / "tiny2.json"
-    path.write_text(json.dumps(TINY))
-    return path
 
 
 def _pick_halo(qtbot, view, rule: str) -> None:

@@ -487,6 +487,21 @@ class _Sched:
         return ws // self.nsteps, ws % self.nsteps, slot
 
 
+def _add_keys(keys: dict[str, list[np.ndarray]], lines: np.ndarray, split, phase, load,
+              operand: int) -> None:
+    """Append one operand's sort keys (wave, step, slot from ``split``) for its ``lines``."""
+    wave, st, slot = split
+    for k, v in (("wave", wave), ("step", st), ("phase", phase), ("load", load),
+                 ("slot", slot), ("operand", operand)):
+        keys[k].append(np.broadcast_to(np.asarray(v, np.int64), lines.shape))
+
+
+def _sorted_keys(keys: dict[str, list[np.ndarray]]) -> list[np.ndarray]:
+    """The attention kernels' sort keys, least significant first (np.lexsort's order)."""
+    cat = {k: np.concatenate(v) for k, v in keys.items()}
+    return [cat["operand"], cat["slot"], cat["load"], cat["phase"], cat["step"], cat["wave"]]
+
+
 def _attention_forward_keys(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
                             gpu: GpuModel) -> list[np.ndarray] | None:
     acc = op.accesses
@@ -522,12 +537,8 @@ def _attention_forward_keys(op: OpRecord, per_access: list[np.ndarray], base: np
             bid = first + np.minimum(tok // qb, gx - 1)
             step = o_step if ai == 3 else nkb - 1
             phase, load = nc + (1 if ai == 3 else 2), tok % qb
-        wave, st, slot = sched.split(sched.when(bid, step))
-        for k, v in (("wave", wave), ("step", st), ("phase", phase), ("load", load),
-                     ("slot", slot), ("operand", ai)):
-            keys[k].append(np.broadcast_to(np.asarray(v, np.int64), lines.shape))
-    cat = {k: np.concatenate(v) for k, v in keys.items()}
-    return [cat["operand"], cat["slot"], cat["load"], cat["phase"], cat["step"], cat["wave"]]
+        _add_keys(keys, lines, sched.split(sched.when(bid, step)), phase, load, ai)
+    return _sorted_keys(keys)
 
 
 def _attention_backward_keys(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,
@@ -592,12 +603,8 @@ def _attention_backward_keys(op: OpRecord, per_access: list[np.ndarray], base: n
                 when = (last if ai == DQ else first)[gh, qi]
                 phase = {DO: ph_do, Q: col // ATTN_MMA_K + 1, O: ph_o, LSE: ph_lse,
                          DQ: ph_dq}[ai]
-        wave, st, slot = sched.split(when)
-        for k, v in (("wave", wave), ("step", st), ("phase", phase), ("load", load),
-                     ("slot", slot), ("operand", ai)):
-            keys[k].append(np.broadcast_to(np.asarray(v, np.int64), lines.shape))
-    cat = {k: np.concatenate(v) for k, v in keys.items()}
-    return [cat["operand"], cat["slot"], cat["load"], cat["phase"], cat["step"], cat["wave"]]
+        _add_keys(keys, lines, sched.split(when), phase, load, ai)
+    return _sorted_keys(keys)
 
 
 def attention_order(op: OpRecord, per_access: list[np.ndarray], base: np.ndarray,

@@ -118,7 +118,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not DEMO_TRACE.is_file():
         from engine.errors import TraceError
         raise TraceError("bundled demo trace missing (regenerate it with "
-                         "tools/make_demo_trace.py)", path=DEMO_TRACE)
+                         "packaging/make_demo_trace.py)", path=DEMO_TRACE)
     rows = []
     runs = []
     for preset in DEMO_PRESETS:

@@ -1,5 +1,5 @@
 """A screenshot of the main window after a demo run, taken on a virtual X screen (Xvfb) by
-tools/screenshot_demo.py, written to build/screenshots/main_window.png (README names it)."""
+docs/screenshot_demo.py, written to build/screenshots/main_window.png (README names it)."""
 from __future__ import annotations
 
 import os
@@ -25,7 +25,7 @@ def test_screenshot_of_main_window_after_demo_run():
         OUT.unlink()
     proc = subprocess.run(
         ["xvfb-run", "-a", "-s", "-screen 0 1400x900x24", sys.executable,
-         str(ROOT / "tools" / "screenshot_demo.py"), str(OUT)],
+         str(ROOT / "docs" / "screenshot_demo.py"), str(OUT)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     from PySide6.QtGui import QImage
@@ -39,7 +39,7 @@ def test_screenshot_of_main_window_after_demo_run():
 
 @pytest.mark.gui
 def test_screenshots_of_every_tab_in_both_themes(tmp_path):
-    """tools/screenshot_tabs.py (what docs/screenshots/ holds, shown in the README): every tab,
+    """docs/screenshot_tabs.py (what docs/screenshots/ holds, shown in the README): every tab,
     dark and light, at 1280x800 (the README's 1920x1080 set is made the same way)."""
     if shutil.which("xvfb-run") is None:
         pytest.skip("xvfb-run not installed (install.sh installs the xvfb package)")
@@ -47,7 +47,7 @@ def test_screenshots_of_every_tab_in_both_themes(tmp_path):
     env["QT_QPA_PLATFORM"] = "xcb"
     proc = subprocess.run(
         ["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", sys.executable,
-         str(ROOT / "tools" / "screenshot_tabs.py"), "1280x800", str(tmp_path)],
+         str(ROOT / "docs" / "screenshot_tabs.py"), "1280x800", str(tmp_path)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     from PySide6.QtGui import QImage

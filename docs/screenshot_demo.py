@@ -1,6 +1,6 @@
 """Open the main window on a real (virtual) X screen, run the demo trace, save a screenshot.
 
-    xvfb-run -s "-screen 0 1400x900x24" .venv/bin/python tools/screenshot_demo.py [OUT.png]
+    xvfb-run -s "-screen 0 1400x900x24" .venv/bin/python docs/screenshot_demo.py [OUT.png]
 
 Default output: build/screenshots/main_window.png (what tests/test_gui_screenshot.py writes).
 The screen is grabbed through the window system (QScreen.grabWindow), not rendered offscreen.

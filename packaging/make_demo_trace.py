@@ -11,7 +11,7 @@ addresses below 1 GiB and one request every 4 cycles:
    descending);
 4. optimizer step: one sequential burst of weight writes.
 
-    python tools/make_demo_trace.py [--out resources/traces/demo.trace]
+    python packaging/make_demo_trace.py [--out resources/traces/demo.trace]
 """
 from __future__ import annotations
 

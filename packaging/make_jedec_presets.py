@@ -1,6 +1,6 @@
 """Write the DDR5, LPDDR5 and HBM3 presets (resources/presets/dram/) from JEDEC values in ns.
 
-Run from the repository root: ``.venv/bin/python tools/make_jedec_presets.py``. Each preset is
+Run from the repository root: ``.venv/bin/python packaging/make_jedec_presets.py``. Each preset is
 built from the times the standards state (ns, or "max(n nCK, t ns)"), converted to clock
 cycles with JEDEC's rounding (nCK = ceil(t / tCK - 0.025), the 2.5 % guard band of the
 standards' rounding algorithm; refresh intervals, which are maxima, are floored), then
@@ -78,7 +78,7 @@ def ddr5(name: str, tck: float, cl: int, rcd: int, rp: int) -> tuple[MemoryConfi
     header = (f"{name}: DDR5 16 Gb x8 devices, one DIMM = 2 independent 32-bit sub-channels of "
               f"8 GB each (tCK {tck} ns), BL16, 64-byte requests.\n"
               "Source: JESD79-5 times in ns converted with JEDEC rounding by "
-              "tools/make_jedec_presets.py (re-run it after editing).\n"
+              "packaging/make_jedec_presets.py (re-run it after editing).\n"
               "IDD currents are placeholders (DDR4-3200's); DDR5 currents are per vendor part.")
     return cfg, notes, header
 
@@ -129,7 +129,7 @@ def lpddr5(name: str, wck: int, bg_mode: bool, rl: int, wl: int) -> tuple[Memory
     header = (f"{name}: LPDDR5 8 Gb x16 channels, {mode}, WCK:CK = {wck}:1, CK 800 MHz "
               f"(tCK 1.25 ns), BL16 = 32-byte requests, 4 channels of 1 GB (a 64-bit interface).\n"
               "Source: JESD209-5 times in ns converted with JEDEC rounding by "
-              "tools/make_jedec_presets.py; RL/WL as given in the notes.\n"
+              "packaging/make_jedec_presets.py; RL/WL as given in the notes.\n"
               "WCK always-on mode assumed (no CAS-WS synchronisation commands). IDD currents "
               "are placeholders (LPDDR4-3200's).")
     return cfg, notes, header
@@ -174,7 +174,7 @@ def hbm3() -> tuple[MemoryConfig, dict, str]:
               "(tCK 0.625 ns), BL8 = 32-byte requests, 256 MB per pseudo-channel.\n"
               "Source: JESD238 organisation, clock and refresh; core timings (tRCD, tRP, tRAS, "
               "...) are DRAMsim3's HBM2 values in ns,\n"
-              "converted at the HBM3 clock by tools/make_jedec_presets.py (the JESD238 tables "
+              "converted at the HBM3 clock by packaging/make_jedec_presets.py (the JESD238 tables "
               "were not available; Ramulator 2's HBM3 preset is HBM2's too).")
     return cfg, notes, header
 

@@ -1,8 +1,8 @@
 """Screenshots of every tab of the main window, in the dark and the light theme, at one screen
 size, on a real (virtual) X screen: what the README shows (docs/screenshots/).
 
-    xvfb-run -s "-screen 0 1920x1080x24" .venv/bin/python tools/screenshot_tabs.py 1920x1080
-    xvfb-run -s "-screen 0 1280x800x24"  .venv/bin/python tools/screenshot_tabs.py 1280x800
+    xvfb-run -s "-screen 0 1920x1080x24" .venv/bin/python docs/screenshot_tabs.py 1920x1080
+    xvfb-run -s "-screen 0 1280x800x24"  .venv/bin/python docs/screenshot_tabs.py 1280x800
 
 Writes ``<out>/<theme>-<W>x<H>-<tab>.png`` (default out: docs/screenshots).  What each shows:
 the demo project with the demo trace simulated live on DDR4-3200 and the stored HBM2 run

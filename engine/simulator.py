@@ -514,17 +514,11 @@ class Simulator:
         G[K.G_FINISHED] = 0
         self._ran_on = True
 
-    def feed(self, addr: np.ndarray, is_write: np.ndarray, cycle: np.ndarray,
-             stream: np.ndarray | None = None, *, final: bool = False,
-             progress: ProgressFn | None = None,
-             cancel: Callable[[], bool] | None = None) -> np.ndarray:
-        """Offer requests (one trace chunk, cycles non-decreasing and not before earlier ones).
-
-        Returns the request ids given to them. With final=True the run continues until every
-        accepted request has completed (or the cycle limit)."""
-        self._check_open()
-        if self.finished:
-            raise DiffMemError("this simulation has finished; start a new Simulator")
+    def _admit(self, addr, is_write, cycle, stream
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Check one chunk (types, order, idle gaps, addresses), give its requests their ids
+        and remember the last one: the kernel's int64 arrays (addr, is_write, cycle, stream)
+        and the ids."""
         last = self._last_req[2] if self._last_req is not None else 0
         a_u, w_i, c_i, s_i = check_feed(addr, is_write, cycle, stream, last_cycle=last,
                                         first_id=self._next_id)
@@ -541,6 +535,21 @@ class Simulator:
         if n:
             self._last_req = (int(a[-1]), int(w[-1]), int(c[-1]), int(sr[-1]))
             self._check_addresses(a)
+        return a, w, c, sr, ids
+
+    def feed(self, addr: np.ndarray, is_write: np.ndarray, cycle: np.ndarray,
+             stream: np.ndarray | None = None, *, final: bool = False,
+             progress: ProgressFn | None = None,
+             cancel: Callable[[], bool] | None = None) -> np.ndarray:
+        """Offer requests (one trace chunk, cycles non-decreasing and not before earlier ones).
+
+        Returns the request ids given to them. With final=True the run continues until every
+        accepted request has completed (or the cycle limit)."""
+        self._check_open()
+        if self.finished:
+            raise DiffMemError("this simulation has finished; start a new Simulator")
+        a, w, c, sr, ids = self._admit(addr, is_write, cycle, stream)
+        n = a.shape[0]
         pos0 = 0
         rid = ids
         if n == 0 and final and self._last_req is not None:
@@ -847,23 +856,9 @@ class _ChannelThreads:
         m = self.master
         if self.finished:
             return
-        last = m._last_req[2] if m._last_req is not None else 0
         m.s["G"][K.G_CLK] = self.clock
-        a_u, w_i, c_i, s_i = check_feed(addr, is_write, cycle, stream, last_cycle=last,
-                                        first_id=m._next_id)
-        check_gaps(c_i, last, first_id=m._next_id,
-                   ref_interval=int(m.P[K.P_REF_INTERVAL]), epoch_len=m._epoch_len,
-                   refresh_limit=not m._ff_period)
-        n = a_u.shape[0]
-        a = np.ascontiguousarray(a_u).view(np.int64)
-        w = np.ascontiguousarray(w_i)
-        c = np.ascontiguousarray(c_i)
-        sr = np.zeros(n, np.int64) if s_i is None else np.ascontiguousarray(s_i)
-        rid = np.arange(m._next_id, m._next_id + n, dtype=np.int64)
-        m._next_id += n
-        if n:
-            m._last_req = (int(a[-1]), int(w[-1]), int(c[-1]), int(sr[-1]))
-            m._check_addresses(a)
+        a, w, c, sr, rid = m._admit(addr, is_write, cycle, stream)
+        n = a.shape[0]
         if n == 0:
             return
         chan = address.channel(self.cfg, a)

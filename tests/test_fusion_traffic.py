@@ -8,7 +8,6 @@ never touches DRAM.  Unfused, the intermediate is written and read back (with th
 halo), and every layer slides (Timeloop's rule)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -23,6 +22,7 @@ from optimizer.dma_trace import Placement, schedule_requests
 from optimizer.hardware import load_hardware
 from optimizer.mapping import LayerMapping, Schedule
 from optimizer.workload import DIMS, Layer, Network
+import benchmark_script  # noqa: E402  (tests/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
 A = {"N": 1, "K": 16, "C": 8, "P": 16, "Q": 16, "R": 3, "S": 3}
@@ -144,11 +144,7 @@ def test_refinement_scores_the_fused_producer_exactly() -> None:
 
 
 def _stream_fusion():
-    spec = importlib.util.spec_from_file_location("stream_fusion",
-                                                  ROOT / "benchmarks" / "stream_fusion.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script.load("stream_fusion")
 
 
 def test_model_gives_the_stored_stream_figures() -> None:

@@ -2,7 +2,6 @@
 temporary files, locks, structural validation, orphan clean-up, disk full, kill -9."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -21,18 +20,14 @@ from engine.trace import TraceChunk, read_trace, write_text
 from projects import safefs
 from projects import schema as S
 from projects.store import ExternalTraceRefused, Project, ProjectError, ProjectInUse
+import benchmark_script  # noqa: E402  (tests/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "root:*:20228:0:99999:7:::"
 
 
 def _fault_trials():
-    spec = importlib.util.spec_from_file_location("fault_trials",
-                                                  REPO / "benchmarks" / "fault_trials.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fault_trials"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script.load("fault_trials")
 
 
 def _trace(path: Path, n: int = 50) -> Path:

@@ -10,7 +10,6 @@ The tests share one user home, so the numba kernels compile once (1-2 minutes).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -18,6 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+import benchmark_script  # noqa: E402  (tests/ is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 APP_DIR = Path(os.environ.get("DIFFMEM_PACKAGING_APP") or REPO / "dist" / "diffmem").resolve()
@@ -32,11 +33,7 @@ pytestmark = [
 
 def _bench():
     """benchmarks/bench_startup.py (its clean environment and X helpers)."""
-    spec = importlib.util.spec_from_file_location("bench_startup",
-                                                  REPO / "benchmarks" / "bench_startup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script.load("bench_startup")
 
 
 def _reusing() -> bool:

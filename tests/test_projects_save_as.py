@@ -18,8 +18,7 @@ from engine.trace import TraceChunk, read_trace, write_text
 from projects import safefs
 from projects import schema as S
 from projects.store import ExternalTraceRefused, Project, ProjectError
-
-REPO = Path(__file__).resolve().parents[1]
+import benchmark_script  # noqa: E402  (tests/ is on sys.path)
 
 
 def _trace(path: Path, n: int = 40) -> Path:
@@ -171,13 +170,7 @@ def test_reserve_allocates_without_changing_the_size_and_release_gives_it_back(t
 
 
 def _fault_trials():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("fault_trials",
-                                                  REPO / "benchmarks" / "fault_trials.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["fault_trials"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_script.load("fault_trials")
 
 
 def test_disk_filled_after_the_free_space_check_never_crashes(monkeypatch):

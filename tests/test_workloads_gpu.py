@@ -249,27 +249,26 @@ def test_cli_trace_flags_reach_the_summary(tmp_path: Path,
     assert set(s["compute_time_ns_by_utilisation"]) == {"0.3", "0.4", "0.5", "0.6", "0.7"}
 
 
-def test_cli_trace_fused_adamw(tmp_path: Path) -> None:
+def _trace_cli(tmp_path: Path, workload: str, *flags: str) -> dict:
+    """``main.py trace`` on a tiny ``workload`` at batch 2 (DDR4-3200) with ``flags``: the
+    summary JSON; the trace is ``tmp_path / "t.h5"``."""
     import json
 
     import main
     js = tmp_path / "s.json"
-    assert main.main(["trace", "--workload", "resnet50", "--batch", "2", "--size", "tiny",
-                      "--optimizer", "fused", "--memory", "DDR4-3200", "--out",
-                      str(tmp_path / "t.h5"), "--summary", str(js)]) == 0
-    assert json.loads(js.read_text())["optimizer"] == "fused"
+    assert main.main(["trace", "--workload", workload, "--batch", "2", "--size", "tiny",
+                      *flags, "--memory", "DDR4-3200", "--out", str(tmp_path / "t.h5"),
+                      "--summary", str(js)]) == 0
+    return json.loads(js.read_text())
+
+
+def test_cli_trace_fused_adamw(tmp_path: Path) -> None:
+    assert _trace_cli(tmp_path, "resnet50", "--optimizer", "fused")["optimizer"] == "fused"
 
 
 def test_cli_trace_flash_attention(tmp_path: Path) -> None:
-    import json
-
-    import main
-    js = tmp_path / "s.json"
-    assert main.main(["trace", "--workload", "ddpm", "--batch", "2", "--size", "tiny",
-                      "--attention", "flash", "--memory", "DDR4-3200", "--out",
-                      str(tmp_path / "t.h5"), "--summary", str(js)]) == 0
     import h5py
-    assert json.loads(js.read_text())["attention"] == "flash"
+    assert _trace_cli(tmp_path, "ddpm", "--attention", "flash")["attention"] == "flash"
     with h5py.File(tmp_path / "t.h5", "r") as h5:
         names = {n.decode() for n in h5["ops"]["name"][:]}
     assert "aten._scaled_dot_product_efficient_attention.default" in names, sorted(names)

@@ -764,6 +764,22 @@ class OptimizerView(QWidget):
             self.curves[key].setData(x, y, connect="finite")
         for key in ("tau", "violation"):
             self.curves[key].setData(x, _finite([p[key] for p in pts]), connect="finite")
+        for key in ("loss", "edp", "tau", "violation"):
+            self._mark_lone_points(key)
+
+    def _mark_lone_points(self, key: str) -> None:
+        """A dot on the report of curve ``key`` while it has one finite point: a line needs
+        two, so a run with one gradient step (the tiny FADiff demo at 60 evaluations reports
+        a single loss) would otherwise leave the plot empty."""
+        _x, y = self.curves[key].getOriginalDataset()
+        lone = y is not None and int(np.isfinite(np.asarray(y, dtype=np.float64)).sum()) == 1
+        item = self.curves[key]
+        if lone:
+            item.setSymbol("o")
+            item.setSymbolSize(7)
+            item.setSymbolBrush(item.opts["pen"].color())
+        else:
+            item.setSymbol(None)
 
     def curve_points(self, key: str) -> int:
         """Finite points (progress reports) drawn on curve ``key`` (loss, edp, best_edp, tau,

@@ -92,6 +92,14 @@ def _finite(values: list[float]) -> np.ndarray:
     return np.where(np.isfinite(a), a, np.nan)
 
 
+def _set_progress_curve(item: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """Draw ``y`` over ``x`` with gaps at non-finite values. A line needs two points, so a
+    curve with one finite point (a FADiff run with one gradient step reports one loss) shows
+    it as a dot, which goes as soon as a second point joins it."""
+    lone = int(np.isfinite(y).sum()) == 1
+    item.setData(x, y, connect="finite", symbol="o" if lone else None)
+
+
 class OptimizerView(QWidget):
     """Controls, live curves, the Gantt chart with the DRAM co-simulation, the results."""
 
@@ -266,13 +274,14 @@ class OptimizerView(QWidget):
         use_log_y(self.plots["edp"])         # labels 1-2-5 only: none crowd
         use_log_y(self.plots["loss"])
         legend = self.plots["edp"].addLegend(offset=(-5, 5))
-        self.curves["loss"] = self.plots["loss"].plot(pen=pg.mkPen("c", width=2))
-        self.curves["edp"] = self.plots["edp"].plot(pen=pg.mkPen("#999999", width=1),
-                                                   name="current")
-        self.curves["best_edp"] = self.plots["edp"].plot(pen=pg.mkPen("y", width=2),
-                                                        name="best valid")
-        self.curves["tau"] = self.plots["tau"].plot(pen=pg.mkPen("m", width=2))
-        self.curves["violation"] = self.plots["violation"].plot(pen=pg.mkPen("r", width=2))
+        for key, plot, colour, width, name in (
+                ("loss", "loss", "c", 2, None), ("edp", "edp", "#999999", 1, "current"),
+                ("best_edp", "edp", "y", 2, "best valid"), ("tau", "tau", "m", 2, None),
+                ("violation", "violation", "r", 2, None)):
+            # symbol None until _set_progress_curve shows a lone point's dot
+            self.curves[key] = self.plots[plot].plot(
+                pen=pg.mkPen(colour, width=width), name=name,
+                symbol=None, symbolSize=7, symbolBrush=colour, symbolPen=None)
         self.edp_legend = legend
 
         self.timeline_widget = pg.GraphicsLayoutWidget()
@@ -746,7 +755,7 @@ class OptimizerView(QWidget):
     def _clear_curves(self) -> None:
         self.points = []
         for key in ("loss", "edp", "best_edp", "tau", "violation"):
-            self.curves[key].setData([], [])
+            _set_progress_curve(self.curves[key], np.empty(0), np.empty(0))
 
     def _draw_curves(self) -> None:
         pts = self.points
@@ -759,27 +768,12 @@ class OptimizerView(QWidget):
                 ok = np.isfinite(y)
                 xs, ys = x[ok], y[ok]
                 if xs.size > 1:
-                    self.curves[key].setData(np.repeat(xs, 2)[1:], np.repeat(ys, 2)[:-1])
+                    _set_progress_curve(self.curves[key], np.repeat(xs, 2)[1:],
+                                        np.repeat(ys, 2)[:-1])
                     continue
-            self.curves[key].setData(x, y, connect="finite")
+            _set_progress_curve(self.curves[key], x, y)
         for key in ("tau", "violation"):
-            self.curves[key].setData(x, _finite([p[key] for p in pts]), connect="finite")
-        for key in ("loss", "edp", "tau", "violation"):
-            self._mark_lone_points(key)
-
-    def _mark_lone_points(self, key: str) -> None:
-        """A dot on the report of curve ``key`` while it has one finite point: a line needs
-        two, so a run with one gradient step (the tiny FADiff demo at 60 evaluations reports
-        a single loss) would otherwise leave the plot empty."""
-        _x, y = self.curves[key].getOriginalDataset()
-        lone = y is not None and int(np.isfinite(np.asarray(y, dtype=np.float64)).sum()) == 1
-        item = self.curves[key]
-        if lone:
-            item.setSymbol("o")
-            item.setSymbolSize(7)
-            item.setSymbolBrush(item.opts["pen"].color())
-        else:
-            item.setSymbol(None)
+            _set_progress_curve(self.curves[key], x, _finite([p[key] for p in pts]))
 
     def curve_points(self, key: str) -> int:
         """Finite points (progress reports) drawn on curve ``key`` (loss, edp, best_edp, tau,

@@ -173,6 +173,22 @@ def jedec_refresh_bank_rules(constraints: tuple[Constraint, ...]) -> tuple[Const
     return tuple(out)
 
 
+def refresh_to_other_bank_rules(constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
+    """REFRESH_BANK -> ACT of another bank: the configuration's ``tREFSBRD`` (DDR5 tREFSBRD
+    after a same-bank refresh, HBM3 tRREFD after a per-bank refresh; 0 = tRRD_S) instead of
+    the common rules' tRRD (delay ``refb_other_act``, see :func:`refb_other_act`)."""
+    drop = {(SAME_BG, (REFB,), (ACT,)), (OTHER_BG, (REFB,), (ACT,))}
+    return tuple(c for c in constraints if (c.scope, c.preceding, c.following) not in drop) + (
+        Constraint(SAME_BG, (REFB,), (ACT,), "refb_other_act"),
+        Constraint(OTHER_BG, (REFB,), (ACT,), "refb_other_act"),
+    )
+
+
+def refb_other_act(cfg: Any, d: Mapping[str, int]) -> int:
+    """The ``refb_other_act`` delay: tREFSBRD, or tRRD_S when the configuration gives 0."""
+    return cfg.tREFSBRD or d["act_act_s"]
+
+
 ALL_REFRESH_POLICIES = ("RANK_LEVEL_SIMULTANEOUS", "RANK_LEVEL_STAGGERED", "BANK_LEVEL_STAGGERED")
 REFAB = RefreshKind("REFab", REF, "rank", "tRFC", "tREFI",
                     ("RANK_LEVEL_SIMULTANEOUS", "RANK_LEVEL_STAGGERED"))

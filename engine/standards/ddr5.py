@@ -17,16 +17,11 @@ Modelled as the engine models every DDR standard, with these DDR5 rules on top:
 * DDR5 lets a controller postpone at most 4 REFab commands (JESD79-5, refresh command
   scheduling), so the checker demands no gap over 5 x tREFI.
 """
-from .base import (jedec_refresh_bank_rules, ACT, DRAMSIM3_CONSTRAINTS, LEVELS_DDR, OTHER_BG, PRECHARGE_SPACING, RD,
-                   RDP, REFAB, REFB, SAME_BG, WR, WRP, Constraint, RefreshKind, Standard,
-                   dramsim3_commands)
+from .base import (jedec_refresh_bank_rules, ACT, DRAMSIM3_CONSTRAINTS, LEVELS_DDR, PRECHARGE_SPACING, RD,
+                   RDP, REFAB, REFB, WR, WRP, RefreshKind, Standard, dramsim3_commands,
+                   refb_other_act, refresh_to_other_bank_rules)
 
-_REFSB_OTHER_ACT = {(SAME_BG, (REFB,), (ACT,)), (OTHER_BG, (REFB,), (ACT,))}
-_CONSTRAINTS = tuple(c for c in DRAMSIM3_CONSTRAINTS
-                     if (c.scope, c.preceding, c.following) not in _REFSB_OTHER_ACT) + (
-    Constraint(SAME_BG, (REFB,), (ACT,), "refsb_act"),
-    Constraint(OTHER_BG, (REFB,), (ACT,), "refsb_act"),
-) + PRECHARGE_SPACING
+_CONSTRAINTS = refresh_to_other_bank_rules(DRAMSIM3_CONSTRAINTS) + PRECHARGE_SPACING
 
 REFSB = RefreshKind("REFsb", REFB, "same bank of every bank group", "tRFCb", "tREFIb",
                     ("SAME_BANK_STAGGERED",))
@@ -36,16 +31,12 @@ def _wr_wr_l(cfg, d):
     return max(cfg.burst_cycle, cfg.tCCD_L_WR or cfg.tCCD_L)
 
 
-def _refsb_act(cfg, d):
-    return cfg.tREFSBRD or d["act_act_s"]
-
-
 STANDARD = Standard(
     name="DDR5", family="DDR", document="JESD79-5", levels=LEVELS_DDR,
     commands=dramsim3_commands(refresh_bank="REFsb", two_cycle=(ACT, RD, RDP, WR, WRP)),
     constraints=jedec_refresh_bank_rules(_CONSTRAINTS), refresh=(REFAB, REFSB),
     presets=("DDR5-3200AN", "DDR5-4800B"), dramsim3=False, bl_choices=(16,),
     max_postponed_refresh=4,
-    delay_rules={"wr_wr_l": _wr_wr_l, "refsb_act": _refsb_act},
+    delay_rules={"wr_wr_l": _wr_wr_l, "refb_other_act": refb_other_act},
     checker={"tCCD_L_WR": True, "same_bank_refresh": True, "tPPD": True},
     extra_fields=("tCCD_L_WR", "tREFSBRD"))

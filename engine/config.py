@@ -194,8 +194,9 @@ class MemoryConfig:
     tRFCb: int = _t(20, "per-bank REFRESH cycle time")
     tREFI: int = _t(7800, "average all-bank refresh interval", minimum=1)
     tREFIb: int = _t(1950, "per-bank refresh interval", minimum=1)
-    tREFSBRD: int = _p(0, "timing", "diffmem", "tCK", "DDR5: same-bank REFRESH to ACTIVATE of "
-                       "another bank (0 = tRRD_S); unused by other standards", minimum=0)
+    tREFSBRD: int = _p(0, "timing", "diffmem", "tCK", "DDR5 tREFSBRD, HBM3 tRREFD: same-bank or "
+                       "per-bank REFRESH to ACTIVATE of another bank (0 = tRRD_S); unused by "
+                       "other standards", minimum=0)
     tFAW: int = _t(50, "four-activate window")
     t32AW: int = _t(330, "32-activate window (GDDR)")
     tPPD: int = _t(0, "PRECHARGE to PRECHARGE (GDDR, LPDDR4)")

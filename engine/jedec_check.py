@@ -8,7 +8,8 @@ timing tables (``engine.timing``) nor the constraint declarations the tables are
 from; it reads plain timing parameters (tCK, CL, tRCD, ...) from a configuration object and,
 from the standard's module (``engine.standards``), only the facts a datasheet states: the
 family, separate row/column command buses, two-cycle commands, which JEDEC rules apply
-(tPPD, DDR5's tCCD_L_WR and same-bank refresh) and how many REFs may be postponed.
+(tPPD, DDR5's tCCD_L_WR and same-bank refresh, HBM3's tRREFD) and how many REFs may be
+postponed.
 
 DDR5 / LPDDR5 / HBM3 rules added here (JESD79-5, JESD209-5, JESD238):
 
@@ -18,6 +19,8 @@ DDR5 / LPDDR5 / HBM3 rules added here (JESD79-5, JESD209-5, JESD238):
 * DDR5 REFsb, printed as ``refresh_bank`` with bank group -1: refreshes bank b of every bank
   group; each covered bank must be idle (tRP) and is busy for tRFCb (tRFCsb); another bank
   may be activated tREFSBRD after it (rule ``tREFSBRD``);
+* HBM3 REFpb: another bank may be activated or refreshed tRREFD after it (rule ``tRREFD``;
+  the configuration's ``tREFSBRD`` field holds it); PRE -> PRE is tPPD;
 * the refresh-rate limit follows the standard's postponement allowance (DDR5: 4 REFs, i.e.
   no gap over 5 x tREFI; the others 8, i.e. 9 x tREFI).
 
@@ -37,9 +40,10 @@ a command against what it remembers, then all families *update* their memory wit
 * :class:`BankStateRules` — the bank state machine (closed/open, open row, self refresh).
 * :class:`SameBankRules` — tRCD / tRCDRD / tRCDWR, tRAS, tRC, tRP, tRTP, tWR, and the
   auto-precharge recoveries (``tRTP+tRP`` after READ_P, ``tDAL`` = tWR+tRP after WRITE_P).
-* :class:`ActivationRules` — tRRD_L / tRRD_S, tFAW, t32AW (GDDR).
+* :class:`ActivationRules` — tRRD_L / tRRD_S, tFAW, t32AW (GDDR), tREFSBRD (DDR5) / tRREFD
+  (HBM3).
 * :class:`ColumnRules` — tCCD_L / tCCD_S, tWTR_L / tWTR_S.
-* :class:`PrechargeRules` — tPPD (LPDDR4, GDDR).
+* :class:`PrechargeRules` — tPPD (LPDDR4, LPDDR5, DDR5, GDDR, HBM3).
 * :class:`RefreshRules` — tRFC, tRFCb, tXS, tCKESR and the refresh rate
   (``tREFI postponement``: at most 8 postponed REFs, i.e. no gap over 9 x tREFI).
 * :class:`DataBusRules` — burst overlap and bus turnaround (tRTRS).
@@ -282,7 +286,9 @@ class CheckParams:
     hbm_dual_cmd: bool
     wr_extra: int = 0     # strict LPDDR4: +1 on WR->RD and WR->PRE
     tCCD_L_WR: int = 0    # DDR5: WR -> WR same bank group (0 = tCCD_L)
-    tREFSBRD: int = 0     # DDR5: REFsb -> ACT of another bank (0 = not checked)
+    tREFSBRD: int = 0     # DDR5: REFsb -> ACT, HBM3: REFpb -> ACT / REFpb, of another bank
+    refb_other_rule: str = "tREFSBRD"   # that rule's JEDEC name (HBM3: tRREFD)
+    refb_refb_other: bool = False       # HBM3: tRREFD also spaces REFpb -> REFpb
     same_bank_refresh: bool = False   # refresh_bank with bank group -1 covers every group
     bus_cycles: tuple[tuple[str, int], ...] = ()   # command -> command-bus cycles (> 1)
     max_refi_gap: int = 9  # REFs may be at most this many tREFI apart (postponement + 1)
@@ -354,7 +360,10 @@ class CheckParams:
             hbm_dual_cmd=bool(is_hbm and get("hbm_dual_cmd", True)),
             wr_extra=wr_extra, rd_wr_gap=rd_wr_gap, wr_wr_rank_gap=wr_wr_rank_gap,
             tCCD_L_WR=int(get("tCCD_L_WR", 0) or 0) if jedec.get("tCCD_L_WR") else 0,
-            tREFSBRD=int(get("tREFSBRD", 0) or 0) if jedec.get("same_bank_refresh") else 0,
+            tREFSBRD=int(get("tREFSBRD", 0) or 0) if (jedec.get("same_bank_refresh")
+                                                      or jedec.get("tRREFD")) else 0,
+            refb_other_rule="tRREFD" if jedec.get("tRREFD") else "tREFSBRD",
+            refb_refb_other=bool(jedec.get("tRREFD")),
             same_bank_refresh=bool(jedec.get("same_bank_refresh")),
             bus_cycles=tuple((c.trace_name, c.bus_cycles) for c in
                              (std.commands if std is not None else ()) if c.bus_cycles > 1),
@@ -635,7 +644,9 @@ class ActivationRules(_RuleFamily):
     * ACT -> ACT, same rank: tRRD_L within a bank group, tRRD_S across bank groups
       (tRRD_S everywhere when the device has a single bank group);
     * tFAW: at most 4 ACTs in any tFAW window, i.e. ACT n and ACT n-4 at least tFAW apart;
-    * t32AW (GDDR): at most 32 ACTs in any t32AW window.
+    * t32AW (GDDR): at most 32 ACTs in any t32AW window;
+    * per-bank / same-bank REFRESH -> ACT of a bank it did not refresh: DDR5 tREFSBRD, HBM3
+      tRREFD (which also spaces two per-bank refreshes of different banks).
     """
 
     def __init__(self, p: CheckParams) -> None:
@@ -643,16 +654,24 @@ class ActivationRules(_RuleFamily):
         self.last_act: dict[tuple[int, int], Cmd] = {}       # (rank, bg) -> last ACT
         self.window: dict[int, deque[Cmd]] = {}              # rank -> recent ACTs
         self.depth = 32 if p.t32AW is not None else 4
-        self.last_refsb: dict[int, Cmd] = {}                 # rank -> last same-bank REF
+        self.last_refb: dict[int, Cmd] = {}                  # rank -> last REFRESH_BANK
+
+    def _after_refb(self, cmd: Cmd) -> list[Violation]:
+        """tREFSBRD / tRREFD: ``cmd`` to a bank the rank's last REFRESH_BANK did not cover."""
+        p = self.p
+        refb = self.last_refb.get(cmd.rank)
+        if refb is None or p.tREFSBRD <= 0 or any(
+                c.bank_key == cmd.bank_key for c in _covered(refb, p)):
+            return []
+        return _late(cmd, p.refb_other_rule, refb, refb.cycle + p.tREFSBRD)
 
     def check(self, cmd: Cmd) -> list[Violation]:
+        if cmd.kind == REF_BANK and self.p.refb_refb_other:
+            return self._after_refb(cmd)
         if cmd.kind != ACT:
             return []
         p = self.p
-        out: list[Violation] = []
-        refsb = self.last_refsb.get(cmd.rank)
-        if refsb is not None and p.tREFSBRD > 0 and cmd.bank != refsb.bank:
-            out += _late(cmd, "tREFSBRD", refsb, refsb.cycle + p.tREFSBRD)
+        out = self._after_refb(cmd)
         same = self.last_act.get((cmd.rank, cmd.bankgroup))
         other = max((a for (r, g), a in self.last_act.items()
                      if r == cmd.rank and g != cmd.bankgroup),
@@ -674,8 +693,8 @@ class ActivationRules(_RuleFamily):
         return out
 
     def update(self, cmd: Cmd) -> None:
-        if cmd.kind == REF_BANK and cmd.bankgroup < 0 and self.p.same_bank_refresh:
-            self.last_refsb[cmd.rank] = cmd
+        if cmd.kind == REF_BANK:
+            self.last_refb[cmd.rank] = cmd
         if cmd.kind != ACT:
             return
         self.last_act[(cmd.rank, cmd.bankgroup)] = cmd
@@ -738,7 +757,7 @@ class ColumnRules(_RuleFamily):
 
 
 class PrechargeRules(_RuleFamily):
-    """PRE -> PRE within a rank: tPPD (LPDDR4 and GDDR, only when tPPD > 0)."""
+    """PRE -> PRE within a rank: tPPD (where the standard has it, only when tPPD > 0)."""
 
     def __init__(self, p: CheckParams) -> None:
         super().__init__(p)

@@ -135,47 +135,95 @@ def lpddr5(name: str, wck: int, bg_mode: bool, rl: int, wl: int) -> tuple[Memory
     return cfg, notes, header
 
 
+#: The HBM3 source: Ramulator 2.1's HBM3 model. Its org presets cite JESD238 Table 4 and its
+#: tRFCab resolver Table 84; its HBM3_6400Mbps timing preset (below) cites no table.
+HBM3_SOURCE = ("Ramulator 2.1 (CMU-SAFARI/ramulator2 38c51d4, python/ramulator/dram/hbm3.py) "
+               "HBM3_6400Mbps")
+
+#: That preset's values, in nCK of tCK 0.625 ns, under Ramulator's names (nBL: data-bus cycles
+#: of a BL8 burst). nCCDR (RD -> RD to another SID) is not used: our HBM3 has one SID.
+HBM3_6400_NCK = {"nBL": 2, "nCL": 20, "nCWL": 10, "nRCDRD": 31, "nRCDWR": 15, "nRP": 26,
+                 "nRAS": 45, "nRC": 72, "nWR": 33, "nRTP": 9, "nCCDS": 2, "nCCDL": 4,
+                 "nCCDR": 3, "nRRDS": 4, "nRRDL": 5, "nFAW": 24, "nWTRS": 7, "nWTRL": 10,
+                 "nRTW": 20, "nRFCpb": 320, "nREFI": 6240, "nPPD": 2}
+
+#: JESD238 Table 84 (as Ramulator 2.1's _resolve_nRFC): tRFCab in ns by channel density, the
+#: largest density (Gb per channel) each value covers.
+HBM3_TRFCAB_NS = ((4, 260), (8, 350), (16, 450), (float("inf"), 550))
+
+
 def hbm3() -> tuple[MemoryConfig, dict, str]:
     tck = 0.625
-    # DRAMsim3's HBM2 preset (tCK 1 ns) core timings, kept in ns: the HBM DRAM array
-    t = {"tCK": tck, "CL": ck(14, tck), "CWL": ck(4, tck), "tRCDRD": ck(14, tck),
-         "tRCDWR": ck(14, tck), "tRCD": ck(14, tck), "tRP": ck(14, tck), "tRAS": ck(34, tck),
-         "tWR": ck(16, tck), "tRTP": ck(6, tck), "tCCD_L": ck(2, tck) + 1, "tCCD_S": 2,
-         "tWTR_L": ck(8, tck), "tWTR_S": ck(6, tck), "tRRD_L": ck(6, tck),
-         "tRRD_S": ck(4, tck), "tFAW": ck(30, tck), "tRTRS": 1,
-         "tRFC": ck(350, tck), "tRFCb": ck(160, tck), "tREFI": floor(3900, tck),
-         "tXS": ck(350 + 10, tck), "tXP": ck(8, tck), "tCKE": ck(8, tck), "tCKESR": ck(12, tck),
-         "AL": 0}
-    t["tREFIb"] = t["tREFI"] // 16
-    hbm2 = "DRAMsim3's HBM2 preset value in ns (JESD238 core timings are not available here)"
-    notes = {k: hbm2 for k in ("CL", "CWL", "tRCDRD", "tRCDWR", "tRCD", "tRP", "tRAS", "tWR",
-                               "tRTP", "tWTR_L", "tWTR_S", "tRRD_L", "tRRD_S", "tFAW")}
-    notes.update({"tCK": "JESD238: CK 1.6 GHz at 6.4 Gb/s per pin",
-                  "tCCD_S": "BL8 burst = 2 nCK", "tCCD_L": "HBM2's 2 ns + 1 nCK",
-                  "tRFC": "tRFCab 350 ns (8 Gb, as Ramulator 2's HBM3 table)",
-                  "tRFCb": "tRFCpb 160 ns (Ramulator 2's HBM3 nRFCSB at 1 ns)",
-                  "tREFI": "JESD238: 3.9 us", "tREFIb": "tREFI / 16 banks",
-                  "channels": "16 channels x 2 pseudo-channels per stack",
-                  "bus_width": "a pseudo-channel's 32 DQ",
-                  "refresh_policy": "per-bank refresh REFpb (RANK_LEVEL_* gives REFab)"})
+    r = HBM3_6400_NCK
     org = {"protocol": "HBM3", "bankgroups": 4, "banks_per_group": 4, "bankgroup_enable": True,
            "rows": 16384, "columns": 256, "device_width": 32, "BL": 8, "channels": 32,
            "bus_width": 32, "channel_size": 256, "address_mapping": "rorabgbachco"}
+    # a JESD238 channel is two pseudo-channels (one engine channel each) and, here, one SID
+    channel_gb = 2 * org["channel_size"] * 8 / 1024
+    trfcab_ns = next(ns for top, ns in HBM3_TRFCAB_NS if channel_gb <= top)
+    col_gap = r["nCL"] + r["nBL"] - r["nCWL"]      # RL + burst - WL: RD -> WR without turnaround
+    t = {"tCK": tck, "AL": 0, "CL": r["nCL"], "CWL": r["nCWL"], "tRCDRD": r["nRCDRD"],
+         "tRCDWR": r["nRCDWR"], "tRCD": r["nRCDRD"], "tRP": r["nRP"],
+         "tRAS": max(r["nRAS"], r["nRC"] - r["nRP"]), "tWR": r["nWR"], "tRTP": r["nRTP"],
+         "tCCD_L": r["nCCDL"], "tCCD_S": r["nCCDS"], "tWTR_L": r["nWTRL"], "tWTR_S": r["nWTRS"],
+         "tRRD_L": r["nRRDL"], "tRRD_S": r["nRRDS"], "tFAW": r["nFAW"], "tPPD": r["nPPD"],
+         "tRTRS": r["nRTW"] - col_gap, "tRFC": ck(trfcab_ns, tck), "tRFCb": r["nRFCpb"],
+         "tREFI": r["nREFI"], "tREFSBRD": mx(3, 8, tck),
+         "tXS": ck(trfcab_ns + 10, tck), "tXP": ck(8, tck), "tCKE": ck(8, tck),
+         "tCKESR": ck(12, tck)}
+    t["tREFIb"] = t["tREFI"] // 16
+    assert r["nBL"] == org["BL"] // 4 and t["tREFI"] == floor(3900, tck)
+
+    def src(*names: str) -> str:
+        return "Ramulator 2.1 HBM3_6400Mbps (JESD238, no table cited): " + ", ".join(
+            f"{n} {r[n]} ({r[n] * tck:g} ns)" for n in names)
+
+    notes = {key: src(name) for key, name in (
+        ("CL", "nCL"), ("CWL", "nCWL"), ("tRCDRD", "nRCDRD"), ("tRCDWR", "nRCDWR"),
+        ("tRP", "nRP"), ("tWR", "nWR"), ("tRTP", "nRTP"), ("tCCD_L", "nCCDL"),
+        ("tCCD_S", "nCCDS"), ("tWTR_L", "nWTRL"), ("tWTR_S", "nWTRS"), ("tRRD_L", "nRRDL"),
+        ("tRRD_S", "nRRDS"), ("tFAW", "nFAW"), ("tPPD", "nPPD"), ("tRFCb", "nRFCpb"))}
+    notes.update({
+        "tCK": "JESD238: CK 1.6 GHz at 6.4 Gb/s per pin (tCK_ps 625)",
+        "tRCD": "unused by HBM (tRCDRD / tRCDWR); set to tRCDRD",
+        "tRAS": src("nRAS", "nRC", "nRP") + "; tRC is derived as tRAS + tRP, so tRAS = "
+                f"nRC - nRP ({t['tRAS'] - r['nRAS']} cycle(s) over the nRAS minimum)",
+        "tRTRS": src("nRTW") + f"; RD -> WR = RL + burst - WL + tRTRS, so tRTRS = nRTW - "
+                 f"{col_gap} (one rank per pseudo-channel: no rank switch)",
+        "tRFC": f"JESD238 Table 84 (Ramulator 2.1's resolver): tRFCab {trfcab_ns} ns for a "
+                f"{channel_gb:g} Gb channel (2 pseudo-channels, 1 SID)",
+        "tREFI": src("nREFI") + " (3.9 us)",
+        "tREFIb": "tREFIpb = tREFI / 16 banks (Ramulator 2.1's resolver)",
+        "tREFSBRD": "HBM3 tRREFD (REFpb -> ACT or REFpb of another bank): max(3 nCK, 8 ns) "
+                    "as Ramulator 2.1's resolver (its preset's nRREFD 8 nCK = 5 ns is Ramulator "
+                    "2.0's HBM2/HBM3 8 nCK at tCK 1 ns, kept in nCK)",
+        "tXS": "tRFCab + 10 ns (not in the source; as DDR's tXS)",
+        "tXP": "HBM2's 8 ns (not in the source; not modelled by the engine)",
+        "tCKE": "HBM2's 8 ns (not in the source; not modelled by the engine)",
+        "tCKESR": "HBM2's 12 ns (not in the source)",
+        "channels": "16 channels x 2 pseudo-channels per stack",
+        "bus_width": "a pseudo-channel's 32 DQ",
+        "channel_size": "2 Gb per pseudo-channel: JESD238 Table 4 as Ramulator 2.1's org "
+                        "preset HBM3_4Gb (4 Gb die = 4 Gb channel, 1 SID, 4 x 4 banks)",
+        "rows": "HBM3_4Gb: 16K rows", "columns": "HBM3_4Gb: 32 bursts of BL8 per row",
+        "refresh_policy": "per-bank refresh REFpb (RANK_LEVEL_* gives REFab)"})
     power = {"VDD": 1.1, "IDD0": 65.0, "IDD2P": 28.0, "IDD2N": 40.0, "IDD3N": 55.0,
              "IDD4W": 500.0, "IDD4R": 390.0, "IDD5AB": 250.0, "IDD5PB": 5.0, "IDD6x": 31.0}
     for k in power:
         if k != "VDD":
-            notes[k] = "placeholder: the HBM2 preset's current (set your part's value)"
+            notes[k] = ("placeholder: the HBM2 preset's current (no public HBM3 IDD values in "
+                        "Ramulator 2.1 or DRAMPower; set your part's value)")
     notes["VDD"] = "JESD238: VDD 1.1 V"
     ctrl = {"queue_structure": "PER_BANK", "cmd_queue_size": 8, "trans_queue_size": 32,
             "refresh_policy": "BANK_LEVEL_STAGGERED", "hbm_dual_cmd": True}
     cfg = MemoryConfig(name="HBM3-6400", **org, **t, **power, **ctrl)
     header = ("HBM3-6400: one HBM3 stack at 6.4 Gb/s per pin, 32 pseudo-channels of 32 bits "
               "(tCK 0.625 ns), BL8 = 32-byte requests, 256 MB per pseudo-channel.\n"
-              "Source: JESD238 organisation, clock and refresh; core timings (tRCD, tRP, tRAS, "
-              "...) are DRAMsim3's HBM2 values in ns,\n"
-              "converted at the HBM3 clock by packaging/make_jedec_presets.py (the JESD238 tables "
-              "were not available; Ramulator 2's HBM3 preset is HBM2's too).")
+              f"Source: JESD238 timings and refresh as {HBM3_SOURCE} gives them (its org "
+              "presets cite JESD238 Table 4,\n"
+              "its tRFCab resolver Table 84), written by packaging/make_jedec_presets.py; "
+              "the notes say how each maps onto the engine.\n"
+              "IDD currents are placeholders (HBM2's); nCCDR (another SID) is not modelled.")
     return cfg, notes, header
 
 

@@ -5,12 +5,26 @@ import pytest
 
 from engine import standards
 from engine.config import PROTOCOLS, ConfigError, MemoryConfig, list_presets, load_preset
-from engine.jedec_check import check_command_trace
+from engine.jedec_check import CheckParams, check_command_trace, check_commands, parse_command_trace
 from engine.simulator import SimOptions, Simulator, cmd_trace_paths
 from engine.standards.base import COMMAND_NAMES, NCMD, REFB
 from engine.timing import build_tables, derived_delays
 
+import importlib.util
+import math
+from pathlib import Path
+
 import numpy as np
+
+_GEN = Path(__file__).resolve().parents[1] / "packaging" / "make_jedec_presets.py"
+
+
+def _generator():
+    """packaging/make_jedec_presets.py, the one home of the JEDEC presets' values."""
+    spec = importlib.util.spec_from_file_location("make_jedec_presets", _GEN)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 # ---- the registry -------------------------------------------------------------------------
@@ -89,6 +103,50 @@ def test_ddr5_tables_follow_its_declarations() -> None:
     assert hbm3.rules(OTHER_BG, ACT)["precharge"] == 2
 
 
+def test_hbm3_preset_is_what_the_generator_writes() -> None:
+    gen = _generator()
+    built, notes, _ = gen.hbm3()
+    built.IDD5PB = gen.refb_current(built, 1)
+    shipped = load_preset("HBM3-6400")
+    assert shipped.to_dict() == built.to_dict()
+    # every timing the source gives carries its provenance in the file
+    text = (Path(shipped.source_path)).read_text()
+    for key in ("CL", "CWL", "tRCDRD", "tRCDWR", "tRP", "tRAS", "tWR", "tRTP", "tRTRS", "tPPD",
+                "tRFC", "tRFCb", "tREFSBRD"):
+        assert key in notes and notes[key] in text, key
+
+
+def test_hbm3_tables_are_jesd238_as_ramulator_21_gives_it() -> None:
+    """The kernel's HBM3 delays, re-derived from the source's values with the source's own
+    formulas (Ramulator 2.1 hbm3.py timing_constraints), not read back from our preset."""
+    from engine.timing import ACT, OTHER_BG, PRE, RD, SAME_BANK, SAME_BG, WR, WRP
+    r = _generator().HBM3_6400_NCK
+    cfg = load_preset("HBM3-6400")
+    t = build_tables(cfg)
+    bank, bg, obg = (t.rules(s, c) for s, c in ((SAME_BANK, ACT), (SAME_BG, ACT), (OTHER_BG, ACT)))
+    assert (bank["activate"], bank["read"], bank["write"]) == (r["nRC"], r["nRCDRD"], r["nRCDWR"])
+    assert bank["precharge"] >= r["nRAS"] and cfg.tRC == r["nRC"]
+    assert (bg["activate"], obg["activate"]) == (r["nRRDL"], r["nRRDS"])
+    assert t.rules(SAME_BANK, PRE)["activate"] == r["nRP"]
+    assert t.rules(SAME_BANK, RD)["precharge"] == r["nRTP"]
+    assert t.rules(SAME_BANK, WR)["precharge"] == r["nCWL"] + r["nBL"] + r["nWR"]
+    assert t.rules(SAME_BANK, WRP)["activate"] == r["nCWL"] + r["nBL"] + r["nWR"] + r["nRP"]
+    for scope in (SAME_BANK, SAME_BG, OTHER_BG):
+        assert t.rules(scope, RD)["write"] == r["nRTW"], scope
+    assert t.rules(SAME_BG, RD)["read"] == r["nCCDL"]
+    assert t.rules(OTHER_BG, RD)["read"] == r["nCCDS"]
+    assert t.rules(SAME_BG, WR)["read"] == r["nCWL"] + r["nBL"] + r["nWTRL"]
+    assert t.rules(OTHER_BG, WR)["read"] == r["nCWL"] + r["nBL"] + r["nWTRS"]
+    assert t.rules(SAME_BG, PRE)["precharge"] == t.rules(OTHER_BG, PRE)["precharge"] == r["nPPD"]
+    assert t.rules(SAME_BANK, REFB)["activate"] == r["nRFCpb"]
+    trrefd = max(3, math.ceil(8 / cfg.tCK))             # max(3 nCK, 8 ns)
+    assert t.rules(SAME_BG, REFB)["activate"] == t.rules(OTHER_BG, REFB)["activate"] == trrefd
+    assert (cfg.tFAW, cfg.tREFI, cfg.tREFIb) == (r["nFAW"], r["nREFI"], r["nREFI"] // 16)
+    # one SID, 2 x 2 Gb pseudo-channels: a 4 Gb channel, JESD238 Table 84's 260 ns
+    assert cfg.capacity_bytes * 8 // cfg.channels * 2 == 4 << 30
+    assert cfg.tRFC == math.ceil(260 / cfg.tCK)
+
+
 # ---- the checker, written from the standards --------------------------------------------------
 def _rules(lines: list[str], cfg: MemoryConfig) -> list[str]:
     return [v.rule for v in check_command_trace(lines, cfg)]
@@ -122,6 +180,23 @@ def test_checker_hbm3_row_bus_two_cycle_act() -> None:
     assert "command bus" in _rules(bad, cfg)
 
 
+def test_checker_hbm3_trrefd_and_tppd() -> None:
+    cfg = load_preset("HBM3-6400")
+    d = cfg.tREFSBRD                                      # JESD238 tRREFD
+    refpb = "0 refresh_bank 0 0 1 2 -0x1 -0x1"
+    assert _rules([refpb, f"{d} activate 0 0 0 2 0x1 0x0"], cfg) == []
+    assert _rules([refpb, f"{d} refresh_bank 0 0 3 0 -0x1 -0x1"], cfg) == []
+    assert _rules([refpb, f"{d - 1} activate 0 0 1 3 0x1 0x0"], cfg) == ["tRREFD"]
+    assert _rules([refpb, f"{d - 1} refresh_bank 0 0 0 0 -0x1 -0x1"], cfg) == ["tRREFD"]
+    # the refreshed bank itself waits tRFCb, not tRREFD
+    assert _rules([refpb, f"{d} activate 0 0 1 2 0x1 0x0"], cfg) == ["tRFCb"]
+    acts = ["0 activate 0 0 0 0 0x1 0x0", "5 activate 0 0 1 0 0x1 0x0"]
+    pre = f"{cfg.tRAS + 5} precharge 0 0 1 0 0x1 0x0"
+    assert _rules(acts + [f"{cfg.tRAS + 5 - cfg.tPPD} precharge 0 0 0 0 0x1 0x0", pre], cfg) == []
+    assert _rules(acts + [f"{cfg.tRAS + 6 - cfg.tPPD} precharge 0 0 0 0 0x1 0x0", pre],
+                  cfg) == ["tPPD"]
+
+
 # ---- native runs pass the checker ---------------------------------------------------------------
 def _run(cfg: MemoryConfig, tmp_path, n: int = 3000) -> tuple[list, dict]:
     rng = np.random.default_rng(7)
@@ -146,7 +221,8 @@ def _run(cfg: MemoryConfig, tmp_path, n: int = 3000) -> tuple[list, dict]:
                                            ("DDR5-3200AN", "RANK_LEVEL_STAGGERED"),
                                            ("LPDDR5-6400", "BANK_LEVEL_STAGGERED"),
                                            ("LPDDR5-3200-16B", "BANK_LEVEL_STAGGERED"),
-                                           ("HBM3-6400", "BANK_LEVEL_STAGGERED")])
+                                           ("HBM3-6400", "BANK_LEVEL_STAGGERED"),
+                                           ("HBM3-6400", "RANK_LEVEL_STAGGERED")])
 def test_native_runs_are_jedec_clean(preset: str, policy: str, tmp_path) -> None:
     cfg = load_preset(preset).replace(refresh_policy=policy, channels=1,
                                       channel_size=load_preset(preset).channel_size)
@@ -164,3 +240,23 @@ def test_refsb_prints_every_bank_group(tmp_path) -> None:
              if "refresh_bank" in ln]
     assert lines and all(f[4] == "-1" for f in lines)          # bank group -1
     assert {f[5] for f in lines} >= {"0", "1"}                  # banks in turn
+
+
+@pytest.mark.parametrize("policy", ["BANK_LEVEL_STAGGERED", "RANK_LEVEL_STAGGERED"])
+def test_native_hbm3_runs_at_the_jesd238_limits(policy: str, tmp_path) -> None:
+    """The HBM3 trace is clean with the preset's timings and breaks each of them when it is
+    one cycle longer: the kernel issues at exactly those limits and the checker reads them
+    from the configuration."""
+    cfg = load_preset("HBM3-6400").replace(channels=1, refresh_policy=policy)
+    found, _ = _run(cfg, tmp_path)
+    assert found == []
+    cmds = parse_command_trace(cmd_trace_paths(tmp_path / f"{cfg.name}.cmd", 1)[0])
+    rules = {"tRTRS": "RD->WR turnaround", "tRCDRD": "tRCDRD", "tRCDWR": "tRCDWR",
+             "tRAS": "tRAS", "tRP": "tRP", "tRTP": "tRTP", "tWR": "tWR", "tWTR_L": "tWTR_L",
+             "tCCD_L": "tCCD_L", "tRRD_L": "tRRD_L", "tFAW": "tFAW", "tPPD": "tPPD"}
+    if policy == "BANK_LEVEL_STAGGERED":
+        rules.update(tREFSBRD="tRREFD", tRFCb="tRFCb")
+    for key, rule in rules.items():
+        longer = cfg.replace(**{key: getattr(cfg, key) + 1})
+        broken = {v.rule for v in check_commands(cmds, CheckParams.from_config(longer))}
+        assert rule in broken, (key, broken)

@@ -211,8 +211,8 @@ def hbm3() -> tuple[MemoryConfig, dict, str]:
              "IDD4W": 500.0, "IDD4R": 390.0, "IDD5AB": 250.0, "IDD5PB": 5.0, "IDD6x": 31.0}
     for k in power:
         if k != "VDD":
-            notes[k] = ("placeholder: the HBM2 preset's current (no public HBM3 IDD values in "
-                        "Ramulator 2.1 or DRAMPower; set your part's value)")
+            notes[k] = ("placeholder: the HBM2 preset's current (Ramulator 2.1 and DRAMPower "
+                        "give no HBM3 IDD values; set your part's value)")
     notes["VDD"] = "JESD238: VDD 1.1 V"
     ctrl = {"queue_structure": "PER_BANK", "cmd_queue_size": 8, "trans_queue_size": 32,
             "refresh_policy": "BANK_LEVEL_STAGGERED", "hbm_dual_cmd": True}

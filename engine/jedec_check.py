@@ -20,7 +20,8 @@ DDR5 / LPDDR5 / HBM3 rules added here (JESD79-5, JESD209-5, JESD238):
   group; each covered bank must be idle (tRP) and is busy for tRFCb (tRFCsb); another bank
   may be activated tREFSBRD after it (rule ``tREFSBRD``);
 * HBM3 REFpb: another bank may be activated or refreshed tRREFD after it (rule ``tRREFD``;
-  the configuration's ``tREFSBRD`` field holds it); PRE -> PRE is tPPD;
+  the configuration's ``tREFSBRD`` field holds it) and refreshed tRRD_S after an ACT to
+  another bank; PRE -> PRE is tPPD;
 * the refresh-rate limit follows the standard's postponement allowance (DDR5: 4 REFs, i.e.
   no gap over 5 x tREFI; the others 8, i.e. 9 x tREFI).
 
@@ -289,6 +290,7 @@ class CheckParams:
     tREFSBRD: int = 0     # DDR5: REFsb -> ACT, HBM3: REFpb -> ACT / REFpb, of another bank
     refb_other_rule: str = "tREFSBRD"   # that rule's JEDEC name (HBM3: tRREFD)
     refb_refb_other: bool = False       # HBM3: tRREFD also spaces REFpb -> REFpb
+    act_refb_rrd: bool = False          # HBM3: ACT -> REFpb of another bank waits tRRD_S
     same_bank_refresh: bool = False   # refresh_bank with bank group -1 covers every group
     bus_cycles: tuple[tuple[str, int], ...] = ()   # command -> command-bus cycles (> 1)
     max_refi_gap: int = 9  # REFs may be at most this many tREFI apart (postponement + 1)
@@ -364,6 +366,7 @@ class CheckParams:
                                                       or jedec.get("tRREFD")) else 0,
             refb_other_rule="tRREFD" if jedec.get("tRREFD") else "tREFSBRD",
             refb_refb_other=bool(jedec.get("tRREFD")),
+            act_refb_rrd=bool(jedec.get("act_refb_tRRD")),
             same_bank_refresh=bool(jedec.get("same_bank_refresh")),
             bus_cycles=tuple((c.trace_name, c.bus_cycles) for c in
                              (std.commands if std is not None else ()) if c.bus_cycles > 1),
@@ -646,7 +649,8 @@ class ActivationRules(_RuleFamily):
     * tFAW: at most 4 ACTs in any tFAW window, i.e. ACT n and ACT n-4 at least tFAW apart;
     * t32AW (GDDR): at most 32 ACTs in any t32AW window;
     * per-bank / same-bank REFRESH -> ACT of a bank it did not refresh: DDR5 tREFSBRD, HBM3
-      tRREFD (which also spaces two per-bank refreshes of different banks).
+      tRREFD (which also spaces two per-bank refreshes of different banks);
+    * HBM3: ACT -> REFpb of another bank waits tRRD_S (rule ``tRRD (ACT -> REFpb)``).
     """
 
     def __init__(self, p: CheckParams) -> None:
@@ -665,9 +669,19 @@ class ActivationRules(_RuleFamily):
             return []
         return _late(cmd, p.refb_other_rule, refb, refb.cycle + p.tREFSBRD)
 
+    def _act_before_refb(self, cmd: Cmd) -> list[Violation]:
+        """ACT -> REFpb of another bank: tRRD_S after the rank's latest ACT (an ACT to the
+        refreshed bank itself is followed by its PRE and tRP, far more than tRRD)."""
+        last = max((a for (r, _), a in self.last_act.items() if r == cmd.rank),
+                   key=lambda a: a.cycle, default=None)
+        if last is None or last.bank_key == cmd.bank_key:
+            return []
+        return _late(cmd, "tRRD (ACT -> REFpb)", last, last.cycle + self.p.tRRD_S)
+
     def check(self, cmd: Cmd) -> list[Violation]:
-        if cmd.kind == REF_BANK and self.p.refb_refb_other:
-            return self._after_refb(cmd)
+        if cmd.kind == REF_BANK:
+            out = self._after_refb(cmd) if self.p.refb_refb_other else []
+            return out + (self._act_before_refb(cmd) if self.p.act_refb_rrd else [])
         if cmd.kind != ACT:
             return []
         p = self.p

@@ -190,6 +190,11 @@ def test_checker_hbm3_trrefd_and_tppd() -> None:
     assert _rules([refpb, f"{d - 1} refresh_bank 0 0 0 0 -0x1 -0x1"], cfg) == ["tRREFD"]
     # the refreshed bank itself waits tRFCb, not tRREFD
     assert _rules([refpb, f"{d} activate 0 0 1 2 0x1 0x0"], cfg) == ["tRFCb"]
+    # ACT -> REFpb of another bank: tRRD_S
+    act = "0 activate 0 0 0 0 0x1 0x0"
+    assert _rules([act, f"{cfg.tRRD_S} refresh_bank 0 0 1 1 -0x1 -0x1"], cfg) == []
+    assert _rules([act, f"{cfg.tRRD_S - 1} refresh_bank 0 0 1 1 -0x1 -0x1"],
+                  cfg) == ["tRRD (ACT -> REFpb)"]
     acts = ["0 activate 0 0 0 0 0x1 0x0", "5 activate 0 0 1 0 0x1 0x0"]
     pre = f"{cfg.tRAS + 5} precharge 0 0 1 0 0x1 0x0"
     assert _rules(acts + [f"{cfg.tRAS + 5 - cfg.tPPD} precharge 0 0 0 0 0x1 0x0", pre], cfg) == []

@@ -43,4 +43,4 @@ STANDARD = Standard(
     refresh=(REFAB, per_bank_refresh("REFpb")),
     presets=("HBM3-6400",), burst_divisor=4, split_rcd=True, dual_command=True, dramsim3=False,
     bl_choices=(8,), delay_rules={"refb_other_act": refb_other_act},
-    checker={"tPPD": True, "tRREFD": True}, extra_fields=("tREFSBRD",))
+    checker={"tPPD": True, "tRREFD": True, "act_refb_tRRD": True}, extra_fields=("tREFSBRD",))

@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 import numpy as np
-from numba import njit
+from engine.lazy_jit import njit   # numba.njit, numba imported at first use
 
 from engine.errors import TraceError
 from engine.fileio import fsync_dir

@@ -1,0 +1,456 @@
+"""The simulator's kernel compiled ahead of time into a shared library, run without numba.
+
+A process that simulates a short trace spends most of its CPU time before the first cycle:
+importing numba (~0.26 CPU-s) and numba's first dispatch of the cached kernel (~0.2). Every
+kernel function is compiled with ``_nrt=False`` (it never allocates), so the machine code
+numba makes of :func:`engine.kernel.run_kernel` needs nothing of numba's runtime. This module
+
+* **builds** (:func:`build`, ``python main.py build-kernel``; needs numba and a C compiler)
+  a C entry for the kernel: a ``numba.cfunc`` taking the arrays' data pointers and shapes,
+  wrapping them with ``numba.carray`` (the same array types the JIT path sees, so numba's
+  cached compilation of ``run_kernel`` is reused) and calling ``run_kernel``; its optimised
+  LLVM module is emitted as position-independent object code for this CPU and linked with a
+  small C file (the exported entry, the array ranks, the key, and stubs for the symbols that
+  only numba's error path references: a call to one of them marks the run failed) into
+  ``<user cache>/kernel/run_kernel-<key>.so``. The library is checked against the JIT
+  kernel on short runs before it is put in place.
+* **loads** it with ``ctypes`` (:func:`runner`), without importing numba, when the file for
+  the current key exists. The key hashes the kernel's source files, the numba and llvmlite
+  versions installed, the CPU (model and feature flags) and this module's ABI number, so an
+  edited kernel, another numba or another machine never runs a stale library. Otherwise (or
+  with ``DIFFMEM_KERNEL=jit``) the simulator calls numba's dispatcher as before.
+
+``DIFFMEM_KERNEL``: ``auto`` (default: the library when there is one), ``jit`` (always numba),
+``aot`` (the library or an error saying why not). ``DIFFMEM_KERNEL_DIR`` overrides the folder.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from engine.app_dirs import is_frozen, user_cache_dir
+from engine.errors import DiffMemError, SimulationError
+
+log = logging.getLogger(__name__)
+
+ABI = 1                       # bump when the entry's arguments or the C file change
+ENTRY = "diffmem_run_kernel"
+MODE_ENV = "DIFFMEM_KERNEL"
+DIR_ENV = "DIFFMEM_KERNEL_DIR"
+MODES = ("auto", "jit", "aot")
+N_CHUNK = 5                   # arrays of a kernel.Chunk (each 1-d), after Consts and State
+ENGINE = Path(__file__).resolve().parent
+#: the files whose text the compiled kernel depends on (the kernel, the constants it imports,
+#: the decorator and this module's entry)
+SOURCES = ("kernel.py", "timing.py", "policies.py", "standards/base.py", "lazy_jit.py",
+           "kernel_aot.py")
+#: symbol prefixes that only numba's error and reference-counting paths reference; the C
+#: file defines them as stubs that flag the call (never reached by a run that succeeds)
+STUB_PREFIXES = ("Py", "_Py", "NRT_", "numba_")
+
+RunFn = Callable[..., int]
+
+
+class KernelBuildError(DiffMemError):
+    """The ahead-of-time kernel could not be built (the numba kernel still works)."""
+
+
+# ---- the key ----------------------------------------------------------------------------------
+def _dist_version(name: str) -> str:
+    """The installed version of a distribution, from its ``.dist-info`` folder's name (not
+    importlib.metadata: that costs ~0.05 CPU-s, a tenth of what this module saves)."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return "absent"
+    if spec is None or not spec.submodule_search_locations:
+        return "absent"
+    site = Path(next(iter(spec.submodule_search_locations))).parent
+    try:
+        found = sorted(e for e in os.listdir(site)
+                       if e.startswith(name + "-") and e.endswith((".dist-info", ".egg-info")))
+    except OSError:
+        found = []
+    return found[-1] if found else f"unknown:{site}"
+
+
+def cpu_fingerprint() -> str:
+    """This CPU's model and instruction-set flags (the library is compiled for them)."""
+    parts = [platform.machine()]
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            text = f.read(65536)
+    except OSError:
+        text = ""
+    first = text.split("\n\n", 1)[0]
+    for line in first.splitlines():
+        k, _, v = line.partition(":")
+        if k.strip() in ("vendor_id", "model name", "flags", "Features", "CPU implementer",
+                         "CPU part"):
+            parts.append(f"{k.strip()}={v.strip()}")
+    if len(parts) == 1:
+        parts.append(platform.processor())
+    return "|".join(parts)
+
+
+def kernel_key() -> str | None:
+    """The hash naming the library for the current kernel sources, numba, llvmlite and CPU;
+    None when the sources cannot be read (nothing could tell a stale library apart)."""
+    h = hashlib.sha256(f"abi={ABI};py={sys.implementation.cache_tag}".encode())
+    if is_frozen():
+        # a bundle holds no sources: the executable stands for them (as numba_cache does)
+        st = os.stat(sys.executable)
+        h.update(f"exe={os.path.abspath(sys.executable)}:{st.st_mtime_ns}:{st.st_size}".encode())
+    else:
+        for rel in SOURCES:
+            try:
+                h.update(rel.encode() + b"\0" + (ENGINE / rel).read_bytes() + b"\0")
+            except OSError:
+                return None
+    for dist in ("numba", "llvmlite"):
+        h.update(f"{dist}={_dist_version(dist)};".encode())
+    h.update(cpu_fingerprint().encode("utf-8", "replace"))
+    return h.hexdigest()[:24]
+
+
+def library_dir() -> Path:
+    """Where the compiled kernels are kept (``DIFFMEM_KERNEL_DIR`` or the user cache)."""
+    override = os.environ.get(DIR_ENV)
+    return Path(override) if override else user_cache_dir() / "kernel"
+
+
+def library_path(key: str) -> Path:
+    suffix = ".dll" if sys.platform == "win32" else ".so"
+    return library_dir() / f"run_kernel-{key}{suffix}"
+
+
+def mode() -> str:
+    m = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
+    if m not in MODES:
+        raise SimulationError(f"{MODE_ENV}={m!r}: expected one of {', '.join(MODES)}")
+    return m
+
+
+# ---- loading ----------------------------------------------------------------------------------
+@dataclass
+class AotKernel:
+    """The loaded library: its entry and the array ranks it was compiled for."""
+
+    path: Path
+    fn: Any                   # ctypes function
+    ranks: tuple[int, ...]
+
+    def bind(self, consts: Sequence[np.ndarray], state: Sequence[np.ndarray]) -> RunFn | None:
+        """A ``run_kernel``-like callable on these bundles, or None when they do not match
+        what the library was compiled for (rank, dtype, layout)."""
+        arrays = tuple(consts) + tuple(state)
+        if len(arrays) + N_CHUNK != len(self.ranks):
+            return None
+        for a, r in zip(arrays, self.ranks):
+            if a.dtype != np.int64 or a.ndim != r or not a.flags.c_contiguous:
+                return None
+        n_fixed = len(arrays)
+        ptrs = np.zeros(n_fixed + N_CHUNK, np.uint64)
+        shapes = np.zeros(sum(self.ranks), np.int64)
+        o = 0
+        for i, a in enumerate(arrays):
+            ptrs[i] = a.ctypes.data
+            shapes[o:o + a.ndim] = a.shape
+            o += a.ndim
+        err = np.zeros(1, np.int64)
+        fn = self.fn
+        pp, sp, ep = ptrs.ctypes.data, shapes.ctypes.data, err.ctypes.data
+        path = self.path
+
+        def run(addr: np.ndarray, isw: np.ndarray, cyc: np.ndarray, src: np.ndarray,
+                rid: np.ndarray, final: int, stop: int, horizon: int) -> int:
+            chunk = [np.ascontiguousarray(x, np.int64) for x in (addr, isw, cyc, src, rid)]
+            for j, x in enumerate(chunk):
+                ptrs[n_fixed + j] = x.ctypes.data
+                shapes[o + j] = x.shape[0]
+            rc = fn(pp, sp, final, stop, horizon, ep)
+            if err[0]:
+                err[0] = 0
+                raise SimulationError(
+                    f"the compiled kernel {path.name} stopped on an error (numba's kernel "
+                    f"would raise it; run with {MODE_ENV}=jit to see it)")
+            return int(rc)
+
+        run.keep = (arrays, ptrs, shapes, err)          # type: ignore[attr-defined]
+        return run
+
+
+_loaded: dict[str, AotKernel | None] = {}
+
+
+def _open(path: Path, key: str) -> AotKernel:
+    import ctypes
+    lib = ctypes.CDLL(str(path))
+    got = ctypes.c_char_p.in_dll(lib, "diffmem_kernel_key_str").value
+    if got != key.encode():
+        raise OSError(f"{path}: built for key {got!r}, not {key}")
+    n = ctypes.c_int64.in_dll(lib, "diffmem_kernel_nranks").value
+    ranks = tuple((ctypes.c_int64 * n).in_dll(lib, "diffmem_kernel_ranks"))
+    fn = getattr(lib, ENTRY)
+    fn.restype = ctypes.c_int64
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                   ctypes.c_int64, ctypes.c_void_p]
+    return AotKernel(path, fn, ranks)
+
+
+def load() -> AotKernel | None:
+    """The compiled kernel for the current key, or None (numba's kernel is used then)."""
+    m = mode()
+    if m == "jit":
+        return None
+    cached = _loaded.get(m, False)
+    if cached is not False:
+        return cached                                       # type: ignore[return-value]
+    key = kernel_key()
+    why = ""
+    kern: AotKernel | None = None
+    if key is None:
+        why = "the kernel's sources are not readable"
+    else:
+        path = library_path(key)
+        if not path.is_file():
+            why = f"no compiled kernel {path} (`python main.py build-kernel` builds it)"
+        else:
+            try:
+                kern = _open(path, key)
+            except (OSError, AttributeError, ValueError) as exc:
+                why = f"cannot load {path}: {exc}"
+    if kern is None:
+        if m == "aot":
+            raise SimulationError(f"{MODE_ENV}=aot: {why}")
+        log.debug("engine kernel: numba JIT (%s)", why)
+    else:
+        log.debug("engine kernel: ahead-of-time library %s", kern.path)
+    _loaded[m] = kern
+    return kern
+
+
+def _jit_runner(consts: tuple, state: tuple) -> RunFn:
+    from engine import kernel as K
+
+    def run(addr, isw, cyc, src, rid, final: int, stop: int, horizon: int) -> int:
+        return K.run_kernel(consts, state, (addr, isw, cyc, src, rid), final, stop, horizon)
+    return run
+
+
+def runner(consts: tuple, state: tuple) -> RunFn:
+    """The kernel to call on these bundles: ``(addr, isw, cyc, src, rid, final, stop,
+    horizon) -> return code``, from the compiled library when there is one for the current
+    key and it fits the bundles, else numba's ``run_kernel``."""
+    kern = load()
+    if kern is not None:
+        bound = kern.bind(consts, state)
+        if bound is not None:
+            return bound
+        if mode() == "aot":
+            raise SimulationError(f"{MODE_ENV}=aot: {kern.path} was built for other array "
+                                  f"ranks or types than the simulator's state")
+        log.info("engine kernel: %s does not fit the simulator's arrays; using numba",
+                 kern.path.name)
+    return _jit_runner(consts, state)
+
+
+# ---- building ---------------------------------------------------------------------------------
+def _entry_source(ranks: Sequence[int], n_consts: int, n_state: int) -> str:
+    """The cfunc's Python source: carrays from pointers and shapes, then run_kernel."""
+    lines = ["def entry(ptrs, shp, final, stop, horizon):"]
+    o = 0
+    for i, r in enumerate(ranks):
+        dims = "".join(f"shp[{o + j}], " for j in range(r))
+        o += r
+        lines.append(f"    a{i} = carray(ptrs[{i}], ({dims}), dtype=np.int64)")
+    names = [f"a{i}" for i in range(len(ranks))]
+    k = ", ".join(names[:n_consts])
+    s = ", ".join(names[n_consts:n_consts + n_state])
+    c = ", ".join(names[n_consts + n_state:])
+    lines.append(f"    return run_kernel(({k},), ({s},), ({c},), final, stop, horizon)")
+    return "\n".join(lines) + "\n"
+
+
+def _c_source(native_name: str, ranks: Sequence[int], key: str, undefined: Sequence[str],
+              data_symbols: Sequence[str]) -> str:
+    """The C file linked with the kernel's object code."""
+    stubs = "\n".join(f"HIDDEN void *{s}(void) {{ diffmem_failed = 1; return 0; }}"
+                      for s in undefined)
+    data = "\n".join(f"HIDDEN void *{s} = 0;" for s in data_symbols)
+    return f"""/* generated by engine/kernel_aot.py: the C entry of the ahead-of-time kernel */
+#include <stdint.h>
+#define HIDDEN __attribute__((visibility("hidden")))
+#define EXPORT __attribute__((visibility("default")))
+static __thread int64_t diffmem_failed;
+/* symbols only numba's error path calls: reaching one means the kernel raised */
+{stubs}
+{data}
+extern int64_t diffmem_cfunc(void **ptrs, int64_t *shapes, int64_t final, int64_t stop,
+                             int64_t horizon) __asm__("{native_name}");
+EXPORT const int64_t diffmem_kernel_nranks = {len(ranks)};
+EXPORT const int64_t diffmem_kernel_ranks[{len(ranks)}] = {{{", ".join(map(str, ranks))}}};
+EXPORT const char *diffmem_kernel_key_str = "{key}";
+EXPORT int64_t {ENTRY}(void **ptrs, int64_t *shapes, int64_t final, int64_t stop,
+                       int64_t horizon, int64_t *failed) {{
+    diffmem_failed = 0;
+    int64_t rc = diffmem_cfunc(ptrs, shapes, final, stop, horizon);
+    *failed = diffmem_failed;
+    return rc;
+}}
+"""
+
+
+def _state_ranks() -> tuple[tuple[int, ...], int, int]:
+    """The ranks of the kernel's arrays as the simulator builds them (Consts, State, Chunk)."""
+    from engine.config import load_config
+    from engine.simulator import Simulator
+    sim = Simulator(load_config("DDR4-3200"))
+    try:
+        consts, state = sim._consts_t, sim._state_t
+        return tuple(a.ndim for a in consts + state) + (1,) * N_CHUNK, len(consts), len(state)
+    finally:
+        sim.close()
+
+
+def find_compiler() -> str | None:
+    """The C compiler to link with: ``$CC``, else ``gcc`` or ``cc`` on the PATH."""
+    cc = os.environ.get("CC")
+    if cc:
+        return shutil.which(cc) or (cc if Path(cc).is_file() else None)
+    return shutil.which("gcc") or shutil.which("cc")
+
+
+def build(force: bool = False) -> Path:
+    """Compile the kernel into its library for the current key (see the module's docstring)
+    and return its path; an existing library is kept unless ``force``."""
+    if not sys.platform.startswith("linux"):
+        raise KernelBuildError(f"the ahead-of-time kernel is built on Linux only (this is "
+                               f"{sys.platform}); the engine keeps using numba's kernel")
+    key = kernel_key()
+    if key is None:
+        raise KernelBuildError(f"cannot read the kernel's sources under {ENGINE}")
+    out = library_path(key)
+    if out.is_file() and not force:
+        return out
+    cc = find_compiler()
+    if cc is None:
+        raise KernelBuildError("no C compiler found (gcc or cc on the PATH, or $CC): the "
+                               "engine keeps using numba's kernel")
+    t0 = time.process_time()
+    obj, native_name, undefined, data_syms, ranks = _compile_object()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="diffmem-kernel-") as tmp:
+        t = Path(tmp)
+        (t / "kernel.o").write_bytes(obj)
+        (t / "entry.c").write_text(_c_source(native_name, ranks, key, undefined, data_syms),
+                                   encoding="ascii")
+        (t / "exports.map").write_text("{ global: diffmem_*; local: *; };\n", encoding="ascii")
+        so = t / out.name
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-o", str(so), str(t / "entry.c"),
+               str(t / "kernel.o"), "-Wl,-z,defs", "-Wl,-Bsymbolic",
+               f"-Wl,--version-script={t / 'exports.map'}", "-lm"]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise KernelBuildError(f"linking the kernel failed ({' '.join(cmd)}):\n"
+                                   f"{res.stderr.strip()}")
+        verify(_open(so, key))
+        tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        shutil.copyfile(so, tmp_out)
+        os.replace(tmp_out, out)
+    log.info("compiled kernel %s built in %.1f CPU-s", out, time.process_time() - t0)
+    return out
+
+
+def _compile_object() -> tuple[bytes, str, list[str], list[str], tuple[int, ...]]:
+    """The cfunc entry's object code (PIC, this CPU), its symbol, the symbols to stub
+    (functions, data) and the array ranks."""
+    import llvmlite.binding as ll
+    from numba import carray, cfunc, types
+
+    from engine import kernel as K
+    ranks, n_consts, n_state = _state_ranks()
+    ns: dict[str, Any] = {"carray": carray, "np": np, "run_kernel": K.run_kernel}
+    exec(compile(_entry_source(ranks, n_consts, n_state), "<engine.kernel_aot entry>",  # noqa: S102
+                 "exec"), ns)
+    sig = types.int64(types.CPointer(types.voidptr), types.CPointer(types.int64),
+                      types.int64, types.int64, types.int64)
+    entry = cfunc(sig, nopython=True)(ns["entry"])
+    lib = entry._library
+    module = lib._final_module
+    codegen = lib._codegen
+    undefined, data_syms, other = [], [], []
+    for fn in module.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm."):
+            (undefined if fn.name.startswith(STUB_PREFIXES) else other).append(fn.name)
+    for gv in module.global_variables:
+        if gv.is_declaration:
+            (data_syms if gv.name.startswith(STUB_PREFIXES) else other).append(gv.name)
+    if other:
+        log.debug("kernel object: symbols left to the linker: %s", ", ".join(other))
+    target = ll.Target.from_triple(ll.get_process_triple())
+    tm = target.create_target_machine(cpu=codegen._get_host_cpu_name(),
+                                      features=codegen._tm_features, opt=3, reloc="pic",
+                                      codemodel="default")
+    return tm.emit_object(module), entry.native_name, undefined, data_syms, ranks
+
+
+def comparable(stats: Any) -> str:
+    """A run's statistics as JSON text without what measures the host (wall time): equal for
+    two runs exactly when the simulations agree."""
+    import json
+
+    from engine.fileio import json_default
+    d = stats.to_dict()
+    d.pop("wall_seconds", None)
+    return json.dumps(d, sort_keys=True, default=json_default)
+
+
+def verify(kern: AotKernel) -> None:
+    """Run short simulations with the library and with numba's kernel; raise
+    :class:`KernelBuildError` unless every state array and statistic is the same."""
+    from engine.config import load_config
+    from engine.simulator import SimOptions, Simulator
+    rng = np.random.default_rng(17)
+    cases = (("DDR4-3200", SimOptions(epoch=2000)),
+             ("HBM2", SimOptions(intake="per-channel", track_completions=True)),
+             ("DDR4-3200", SimOptions(cycles=30_000, cmd_trace=None)))
+    for preset, opts in cases:
+        cfg = load_config(preset)
+        n = 3000
+        addr = (rng.integers(0, cfg.capacity_bytes // 64, n) * 64).astype(np.uint64)
+        addr[: n // 2] = (np.arange(n // 2, dtype=np.uint64) * 64)   # a stream, then random
+        isw = rng.random(n) < 0.3
+        cyc = np.sort(rng.integers(0, 4 * n, n)).astype(np.int64)
+        results = []
+        for use_aot in (False, True):
+            sim = Simulator(cfg, opts)
+            if use_aot:
+                bound = kern.bind(sim._consts_t, sim._state_t)
+                if bound is None:
+                    raise KernelBuildError(f"{kern.path}: does not fit the simulator's arrays")
+                sim._runner = bound
+            else:
+                sim._runner = _jit_runner(sim._consts_t, sim._state_t)
+            sim.feed(addr, isw, cyc, final=True)
+            results.append(({k: np.array(v) for k, v in sim.s.items()},
+                            comparable(sim.stats())))
+            sim.close()
+        (s_jit, sum_jit), (s_aot, sum_aot) = results
+        bad = [k for k in s_jit if not np.array_equal(s_jit[k], s_aot[k])]
+        if bad or sum_jit != sum_aot:
+            raise KernelBuildError(f"{kern.path}: differs from numba's kernel on {preset} "
+                                   f"({', '.join(bad) or 'statistics'}); not installed")

@@ -46,7 +46,6 @@ from engine.errors import DiffMemError, SimulationError
 log = logging.getLogger(__name__)
 
 ABI = 1                       # bump when the entry's arguments or the C file change
-ENTRY = "diffmem_run_kernel"
 MODE_ENV = "DIFFMEM_KERNEL"
 DIR_ENV = "DIFFMEM_KERNEL_DIR"
 MODES = ("auto", "jit", "aot")
@@ -145,12 +144,18 @@ def mode() -> str:
 
 
 # ---- loading ----------------------------------------------------------------------------------
+def _failed(path: Path) -> SimulationError:
+    return SimulationError(f"the compiled kernel {path.name} stopped on an error (numba's "
+                           f"kernel would raise it; run with {MODE_ENV}=jit to see it)")
+
+
 @dataclass
 class AotKernel:
-    """The loaded library: its entry and the array ranks it was compiled for."""
+    """The loaded library: its entries and the array ranks ``run_kernel`` was compiled for."""
 
     path: Path
-    fn: Any                   # ctypes function
+    run_kernel: Any           # ctypes functions (ptrs, ints, failed) -> int64
+    parse_text: Any
     ranks: tuple[int, ...]
 
     def bind(self, consts: Sequence[np.ndarray], state: Sequence[np.ndarray]) -> RunFn | None:
@@ -164,15 +169,15 @@ class AotKernel:
                 return None
         n_fixed = len(arrays)
         ptrs = np.zeros(n_fixed + N_CHUNK, np.uint64)
-        shapes = np.zeros(sum(self.ranks), np.int64)
+        ints = np.zeros(sum(self.ranks) + 3, np.int64)    # shapes, then final, stop, horizon
         o = 0
         for i, a in enumerate(arrays):
             ptrs[i] = a.ctypes.data
-            shapes[o:o + a.ndim] = a.shape
+            ints[o:o + a.ndim] = a.shape
             o += a.ndim
         err = np.zeros(1, np.int64)
-        fn = self.fn
-        pp, sp, ep = ptrs.ctypes.data, shapes.ctypes.data, err.ctypes.data
+        fn = self.run_kernel
+        pp, ip, ep = ptrs.ctypes.data, ints.ctypes.data, err.ctypes.data
         path = self.path
 
         def run(addr: np.ndarray, isw: np.ndarray, cyc: np.ndarray, src: np.ndarray,
@@ -180,17 +185,44 @@ class AotKernel:
             chunk = [np.ascontiguousarray(x, np.int64) for x in (addr, isw, cyc, src, rid)]
             for j, x in enumerate(chunk):
                 ptrs[n_fixed + j] = x.ctypes.data
-                shapes[o + j] = x.shape[0]
-            rc = fn(pp, sp, final, stop, horizon, ep)
+                ints[o + j] = x.shape[0]
+            ints[o + N_CHUNK:] = final, stop, horizon
+            rc = fn(pp, ip, ep)
             if err[0]:
                 err[0] = 0
-                raise SimulationError(
-                    f"the compiled kernel {path.name} stopped on an error (numba's kernel "
-                    f"would raise it; run with {MODE_ENV}=jit to see it)")
+                raise _failed(path)
             return int(rc)
 
-        run.keep = (arrays, ptrs, shapes, err)          # type: ignore[attr-defined]
+        run.keep = (arrays, ptrs, ints, err)          # type: ignore[attr-defined]
         return run
+
+    def text_parser(self) -> Callable[..., None]:
+        """``engine.trace._parse_text`` (same arguments) on the compiled entry."""
+        ptrs = np.zeros(5, np.uint64)
+        ints = np.zeros(9, np.int64)
+        err = np.zeros(1, np.int64)
+        fn, path = self.parse_text, self.path
+        pp, ip, ep = ptrs.ctypes.data, ints.ctypes.data, err.ctypes.data
+        kinds = ((0, np.uint8), (2, np.int64), (3, np.bool_), (4, np.int64), (8, np.int64))
+
+        def parse(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.ndarray,
+                  out_cycle: np.ndarray, strict: bool, has_capacity: bool, capacity: int,
+                  state: np.ndarray) -> None:
+            arrs = (buf, out_addr, out_write, out_cycle, state)
+            for j, (a, (slot, dtype)) in enumerate(zip(arrs, kinds)):
+                if a.dtype != dtype or a.ndim != 1 or not a.flags.c_contiguous:
+                    raise TypeError(f"parse_text argument {slot}: expected a contiguous 1-d "
+                                    f"{np.dtype(dtype)} array, got {a.dtype} {a.shape}")
+                ptrs[j] = a.ctypes.data
+                ints[slot] = a.shape[0]
+            ints[1], ints[5], ints[6], ints[7] = end, strict, has_capacity, capacity
+            fn(pp, ip, ep)
+            if err[0]:
+                err[0] = 0
+                raise _failed(path)
+
+        parse.keep = (ptrs, ints, err)                 # type: ignore[attr-defined]
+        return parse
 
 
 _loaded: dict[str, AotKernel | None] = {}
@@ -204,11 +236,13 @@ def _open(path: Path, key: str) -> AotKernel:
         raise OSError(f"{path}: built for key {got!r}, not {key}")
     n = ctypes.c_int64.in_dll(lib, "diffmem_kernel_nranks").value
     ranks = tuple((ctypes.c_int64 * n).in_dll(lib, "diffmem_kernel_ranks"))
-    fn = getattr(lib, ENTRY)
-    fn.restype = ctypes.c_int64
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                   ctypes.c_int64, ctypes.c_void_p]
-    return AotKernel(path, fn, ranks)
+    fns = []
+    for name in ("diffmem_run_kernel", "diffmem_parse_text"):
+        fn = getattr(lib, name)
+        fn.restype = ctypes.c_int64
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        fns.append(fn)
+    return AotKernel(path, fns[0], fns[1], ranks)
 
 
 def load() -> AotKernel | None:
@@ -268,30 +302,72 @@ def runner(consts: tuple, state: tuple) -> RunFn:
     return _jit_runner(consts, state)
 
 
+def text_parser(default: Callable[..., None]) -> Callable[..., None]:
+    """``engine.trace._parse_text`` from the compiled library when there is one, else
+    ``default`` (numba's)."""
+    kern = load()
+    return kern.text_parser() if kern is not None else default
+
+
 # ---- building ---------------------------------------------------------------------------------
-def _entry_source(ranks: Sequence[int], n_consts: int, n_state: int) -> str:
-    """The cfunc's Python source: carrays from pointers and shapes, then run_kernel."""
-    lines = ["def entry(ptrs, shp, final, stop, horizon):"]
-    o = 0
-    for i, r in enumerate(ranks):
-        dims = "".join(f"shp[{o + j}], " for j in range(r))
-        o += r
-        lines.append(f"    a{i} = carray(ptrs[{i}], ({dims}), dtype=np.int64)")
-    names = [f"a{i}" for i in range(len(ranks))]
-    k = ", ".join(names[:n_consts])
-    s = ", ".join(names[n_consts:n_consts + n_state])
-    c = ", ".join(names[n_consts + n_state:])
-    lines.append(f"    return run_kernel(({k},), ({s},), ({c},), final, stop, horizon)")
+# An entry's arguments, as a spec: ("a", dtype, rank) an array (its data pointer in ``ptrs``,
+# its shape in ``ints``), "i" an int64 and "b" a bool (in ``ints``), a tuple of specs a tuple.
+# Every entry is ``int64 diffmem_<name>(void **ptrs, int64_t *ints, int64_t *failed)``.
+Spec = Any
+
+
+def _entry_source(name: str, call: str, spec: Sequence[Spec], returns: bool) -> str:
+    """The cfunc's Python source: carrays from pointers and shapes, then the kernel call."""
+    lines = [f"def {name}(ptrs, ints):"]
+    counters = [0, 0]                               # next pointer, next int
+
+    def arg(sp: Spec) -> str:
+        if isinstance(sp, tuple) and sp and sp[0] == "a":
+            _, dtype, rank = sp
+            dims = "".join(f"ints[{counters[1] + j}], " for j in range(rank))
+            counters[1] += rank
+            var = f"a{counters[0]}"
+            lines.append(f"    {var} = carray(ptrs[{counters[0]}], ({dims}), dtype=np.{dtype})")
+            counters[0] += 1
+            return var
+        if sp in ("i", "b"):
+            counters[1] += 1
+            return f"ints[{counters[1] - 1}]" + (" != 0" if sp == "b" else "")
+        return "(" + "".join(arg(x) + ", " for x in sp) + ")"
+
+    args = ", ".join(arg(x) for x in spec)
+    lines.append(f"    r = {call}({args})" if returns else f"    {call}({args})")
+    lines.append("    return r" if returns else "    return 0")
     return "\n".join(lines) + "\n"
 
 
-def _c_source(native_name: str, ranks: Sequence[int], key: str, undefined: Sequence[str],
-              data_symbols: Sequence[str]) -> str:
-    """The C file linked with the kernel's object code."""
+def _run_kernel_spec(ranks: Sequence[int], n_consts: int, n_state: int) -> list[Spec]:
+    arrs = [("a", "int64", r) for r in ranks]
+    return [tuple(arrs[:n_consts]), tuple(arrs[n_consts:n_consts + n_state]),
+            tuple(arrs[n_consts + n_state:]), "i", "i", "i"]
+
+
+#: engine.trace._parse_text(buf, end, out_addr, out_write, out_cycle, strict, has_capacity,
+#: capacity, state)
+PARSE_TEXT_SPEC: list[Spec] = [("a", "uint8", 1), "i", ("a", "int64", 1), ("a", "bool_", 1),
+                               ("a", "int64", 1), "b", "b", "i", ("a", "int64", 1)]
+
+
+def _c_source(entries: Sequence[tuple[str, str]], ranks: Sequence[int], key: str,
+              undefined: Sequence[str], data_symbols: Sequence[str]) -> str:
+    """The C file linked with the kernels' object code; ``entries``: (exported name, cfunc
+    symbol)."""
     stubs = "\n".join(f"HIDDEN void *{s}(void) {{ diffmem_failed = 1; return 0; }}"
                       for s in undefined)
     data = "\n".join(f"HIDDEN void *{s} = 0;" for s in data_symbols)
-    return f"""/* generated by engine/kernel_aot.py: the C entry of the ahead-of-time kernel */
+    wrappers = "\n".join(f"""extern int64_t {name}_cf(void **ptrs, int64_t *ints) __asm__("{native}");
+EXPORT int64_t {name}(void **ptrs, int64_t *ints, int64_t *failed) {{
+    diffmem_failed = 0;
+    int64_t rc = {name}_cf(ptrs, ints);
+    *failed = diffmem_failed;
+    return rc;
+}}""" for name, native in entries)
+    return f"""/* generated by engine/kernel_aot.py: the C entries of the ahead-of-time kernels */
 #include <stdint.h>
 #define HIDDEN __attribute__((visibility("hidden")))
 #define EXPORT __attribute__((visibility("default")))
@@ -299,18 +375,10 @@ static __thread int64_t diffmem_failed;
 /* symbols only numba's error path calls: reaching one means the kernel raised */
 {stubs}
 {data}
-extern int64_t diffmem_cfunc(void **ptrs, int64_t *shapes, int64_t final, int64_t stop,
-                             int64_t horizon) __asm__("{native_name}");
 EXPORT const int64_t diffmem_kernel_nranks = {len(ranks)};
 EXPORT const int64_t diffmem_kernel_ranks[{len(ranks)}] = {{{", ".join(map(str, ranks))}}};
 EXPORT const char *diffmem_kernel_key_str = "{key}";
-EXPORT int64_t {ENTRY}(void **ptrs, int64_t *shapes, int64_t final, int64_t stop,
-                       int64_t horizon, int64_t *failed) {{
-    diffmem_failed = 0;
-    int64_t rc = diffmem_cfunc(ptrs, shapes, final, stop, horizon);
-    *failed = diffmem_failed;
-    return rc;
-}}
+{wrappers}
 """
 
 
@@ -351,18 +419,21 @@ def build(force: bool = False) -> Path:
         raise KernelBuildError("no C compiler found (gcc or cc on the PATH, or $CC): the "
                                "engine keeps using numba's kernel")
     t0 = time.process_time()
-    obj, native_name, undefined, data_syms, ranks = _compile_object()
+    objects, entries, undefined, data_syms, ranks = _compile_objects()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="diffmem-kernel-") as tmp:
         t = Path(tmp)
-        (t / "kernel.o").write_bytes(obj)
-        (t / "entry.c").write_text(_c_source(native_name, ranks, key, undefined, data_syms),
+        paths = []
+        for i, obj in enumerate(objects):
+            paths.append(str(t / f"kernel{i}.o"))
+            Path(paths[-1]).write_bytes(obj)
+        (t / "entry.c").write_text(_c_source(entries, ranks, key, undefined, data_syms),
                                    encoding="ascii")
         (t / "exports.map").write_text("{ global: diffmem_*; local: *; };\n", encoding="ascii")
         so = t / out.name
-        cmd = [cc, "-shared", "-fPIC", "-O2", "-o", str(so), str(t / "entry.c"),
-               str(t / "kernel.o"), "-Wl,-z,defs", "-Wl,-Bsymbolic",
-               f"-Wl,--version-script={t / 'exports.map'}", "-lm"]
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-o", str(so), str(t / "entry.c"), *paths,
+               "-Wl,-z,defs", "-Wl,-Bsymbolic", f"-Wl,--version-script={t / 'exports.map'}",
+               "-lm"]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise KernelBuildError(f"linking the kernel failed ({' '.join(cmd)}):\n"
@@ -371,41 +442,68 @@ def build(force: bool = False) -> Path:
         tmp_out = out.with_name(f".{out.name}.{os.getpid()}.tmp")
         shutil.copyfile(so, tmp_out)
         os.replace(tmp_out, out)
+    _prune(out.parent)
     log.info("compiled kernel %s built in %.1f CPU-s", out, time.process_time() - t0)
     return out
 
 
-def _compile_object() -> tuple[bytes, str, list[str], list[str], tuple[int, ...]]:
-    """The cfunc entry's object code (PIC, this CPU), its symbol, the symbols to stub
-    (functions, data) and the array ranks."""
+KEEP_LIBRARIES = 8            # libraries kept per folder (other checkouts, other numbas)
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the KEEP_LIBRARIES newest libraries of the folder."""
+    libs = sorted(folder.glob("run_kernel-*.so"), key=lambda p: p.stat().st_mtime,
+                  reverse=True)
+    for old in libs[KEEP_LIBRARIES:]:
+        try:
+            old.unlink()
+        except OSError as exc:
+            log.debug("cannot remove the old kernel %s: %s", old, exc)
+
+
+def _compile_objects() -> tuple[list[bytes], list[tuple[str, str]], list[str], list[str],
+                                 tuple[int, ...]]:
+    """The entries' object code (PIC, this CPU), (exported name, cfunc symbol) pairs, the
+    symbols to stub (functions, data) and the kernel's array ranks."""
     import llvmlite.binding as ll
     from numba import carray, cfunc, types
 
     from engine import kernel as K
+    from engine import trace as T
     ranks, n_consts, n_state = _state_ranks()
-    ns: dict[str, Any] = {"carray": carray, "np": np, "run_kernel": K.run_kernel}
-    exec(compile(_entry_source(ranks, n_consts, n_state), "<engine.kernel_aot entry>",  # noqa: S102
-                 "exec"), ns)
-    sig = types.int64(types.CPointer(types.voidptr), types.CPointer(types.int64),
-                      types.int64, types.int64, types.int64)
-    entry = cfunc(sig, nopython=True)(ns["entry"])
-    lib = entry._library
-    module = lib._final_module
-    codegen = lib._codegen
-    undefined, data_syms, other = [], [], []
-    for fn in module.functions:
-        if fn.is_declaration and not fn.name.startswith("llvm."):
-            (undefined if fn.name.startswith(STUB_PREFIXES) else other).append(fn.name)
-    for gv in module.global_variables:
-        if gv.is_declaration:
-            (data_syms if gv.name.startswith(STUB_PREFIXES) else other).append(gv.name)
+    todo = (("diffmem_run_kernel", K.run_kernel, _run_kernel_spec(ranks, n_consts, n_state),
+             True),
+            ("diffmem_parse_text", T._parse_text, PARSE_TEXT_SPEC, False))
+    sig = types.int64(types.CPointer(types.voidptr), types.CPointer(types.int64))
+    objects, entries = [], []
+    undefined: set[str] = set()
+    data_syms: set[str] = set()
+    other: set[str] = set()
+    tm = None
+    for name, fn, spec, returns in todo:
+        ns: dict[str, Any] = {"carray": carray, "np": np, "kernel": fn}
+        src = _entry_source(name, "kernel", spec, returns)
+        exec(compile(src, f"<engine.kernel_aot {name}>", "exec"), ns)  # noqa: S102
+        entry = cfunc(sig, nopython=True)(ns[name])
+        lib = entry._library
+        module = lib._final_module
+        for f in module.functions:
+            if f.is_declaration and not f.name.startswith("llvm."):
+                (undefined if f.name.startswith(STUB_PREFIXES) else other).add(f.name)
+        for gv in module.global_variables:
+            if gv.is_declaration:
+                (data_syms if gv.name.startswith(STUB_PREFIXES) else other).add(gv.name)
+        if tm is None:
+            codegen = lib._codegen
+            target = ll.Target.from_triple(ll.get_process_triple())
+            tm = target.create_target_machine(cpu=codegen._get_host_cpu_name(),
+                                              features=codegen._tm_features, opt=3,
+                                              reloc="pic", codemodel="default")
+        objects.append(tm.emit_object(module))
+        entries.append((name, entry.native_name))
     if other:
-        log.debug("kernel object: symbols left to the linker: %s", ", ".join(other))
-    target = ll.Target.from_triple(ll.get_process_triple())
-    tm = target.create_target_machine(cpu=codegen._get_host_cpu_name(),
-                                      features=codegen._tm_features, opt=3, reloc="pic",
-                                      codemodel="default")
-    return tm.emit_object(module), entry.native_name, undefined, data_syms, ranks
+        log.debug("kernel objects: symbols left to the linker: %s", ", ".join(sorted(other)))
+    return objects, entries, sorted(undefined), sorted(data_syms), ranks
 
 
 def comparable(stats: Any) -> str:
@@ -419,9 +517,49 @@ def comparable(stats: Any) -> str:
     return json.dumps(d, sort_keys=True, default=json_default)
 
 
+#: texts the parser check reads: good lines of every kind, then each kind of bad line
+_PARSE_CHECK = (
+    b"\xef\xbb\xbf0x1F40 READ 10\n  0x0 WRITE 20\n# comment\n\n0XABC read 30\n"
+    b"0x40 P_MEM_WR 30\r\n0x80 BOFF 40\n0x0000000000000000000000c0 P_FETCH 41\n"
+    + b"".join(b"0x%x %s %d\n" % (i * 4160, b"WRITE" if i % 3 else b"READ", 50 + i)
+               for i in range(300)) + b"0x40 READ 999",
+    b"0x40 READ 10\n0x40 FOO 11\n",
+    b"0x40 READ 10\n0x80 READ 5\n",
+    b"0x40 READ 10\n0x7fffffffffff READ 12\n",
+    b"0x40 READ 10\nzz READ 12\n",
+    b"0x40 READ 99999999999999999999999\n",
+)
+
+
+def _parse_all(parse: Callable[..., None], text: bytes, strict: bool) -> list[np.ndarray]:
+    """Every call's state and outputs while ``parse`` reads ``text`` into 64-row chunks."""
+    from engine import trace as T
+    buf = np.frombuffer(text + b"\n", np.uint8).copy()
+    state = np.zeros(T._S_SLOTS, np.int64)
+    state[T._S_LAST] = -1
+    out = (np.zeros(64, np.int64), np.zeros(64, np.bool_), np.zeros(64, np.int64))
+    seen = []
+    for _ in range(100):
+        pos = int(state[T._S_POS])
+        parse(buf, len(text), *out, strict, True, 1 << 30, state)
+        seen += [state.copy()] + [a[:int(state[T._S_N])].copy() for a in out]
+        if state[T._S_ERR] != T._OK or state[T._S_POS] == pos:
+            break
+        state[T._S_N] = 0
+    return seen
+
+
 def verify(kern: AotKernel) -> None:
-    """Run short simulations with the library and with numba's kernel; raise
-    :class:`KernelBuildError` unless every state array and statistic is the same."""
+    """Run short simulations and parses with the library and with numba's kernels; raise
+    :class:`KernelBuildError` unless every state array, statistic and parse is the same."""
+    from engine import trace as T
+    parse = kern.text_parser()
+    for i, text in enumerate(_PARSE_CHECK):
+        for strict in (True, False):
+            a, b = _parse_all(T._parse_text, text, strict), _parse_all(parse, text, strict)
+            if len(a) != len(b) or not all(np.array_equal(x, y) for x, y in zip(a, b)):
+                raise KernelBuildError(f"{kern.path}: its text parser differs from numba's "
+                                       f"on check text {i}; not installed")
     from engine.config import load_config
     from engine.simulator import SimOptions, Simulator
     rng = np.random.default_rng(17)

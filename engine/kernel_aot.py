@@ -136,7 +136,13 @@ def library_path(key: str) -> Path:
     return library_dir() / f"run_kernel-{key}{suffix}"
 
 
+_forced_mode: str | None = None     # build() checks against numba's kernel, whatever the env
+
+
 def mode() -> str:
+    """``DIFFMEM_KERNEL``: auto, jit or aot."""
+    if _forced_mode is not None:
+        return _forced_mode
     m = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
     if m not in MODES:
         raise SimulationError(f"{MODE_ENV}={m!r}: expected one of {', '.join(MODES)}")
@@ -418,7 +424,18 @@ def build(force: bool = False) -> Path:
     if cc is None:
         raise KernelBuildError("no C compiler found (gcc or cc on the PATH, or $CC): the "
                                "engine keeps using numba's kernel")
+    global _forced_mode
     t0 = time.process_time()
+    _forced_mode = "jit"                # the simulators built here run numba's kernel
+    try:
+        _build(out, cc, key)
+    finally:
+        _forced_mode = None
+    log.info("compiled kernel %s built in %.1f CPU-s", out, time.process_time() - t0)
+    return out
+
+
+def _build(out: Path, cc: str, key: str) -> None:
     objects, entries, undefined, data_syms, ranks = _compile_objects()
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="diffmem-kernel-") as tmp:
@@ -443,8 +460,6 @@ def build(force: bool = False) -> Path:
         shutil.copyfile(so, tmp_out)
         os.replace(tmp_out, out)
     _prune(out.parent)
-    log.info("compiled kernel %s built in %.1f CPU-s", out, time.process_time() - t0)
-    return out
 
 
 KEEP_LIBRARIES = 8            # libraries kept per folder (other checkouts, other numbas)

@@ -20,8 +20,9 @@ numba makes of :func:`engine.kernel.run_kernel` needs nothing of numba's runtime
   edited kernel, another numba or another machine never runs a stale library. Otherwise (or
   with ``DIFFMEM_KERNEL=jit``) the simulator calls numba's dispatcher as before.
 
-``DIFFMEM_KERNEL``: ``auto`` (default: the library when there is one), ``jit`` (always numba),
-``aot`` (the library or an error saying why not). ``DIFFMEM_KERNEL_DIR`` overrides the folder.
+``DIFFMEM_KERNEL``: ``auto`` (default: the library when there is one, numba's kernel once the
+process has run the library for JIT_AFTER_CPU_S), ``jit`` (always numba), ``aot`` (only the
+library, or an error saying why not). ``DIFFMEM_KERNEL_DIR`` overrides the folder.
 """
 from __future__ import annotations
 
@@ -291,15 +292,48 @@ def _jit_runner(consts: tuple, state: tuple) -> RunFn:
     return run
 
 
+#: CPU seconds the library's kernel runs in a process (``auto``) before the simulators move to
+#: numba's kernel: a long run then pays numba's start-up (~0.45 CPU-s) once and gets numba's
+#: machine code, which measured up to ~1.4x faster than the library's on the 1M-request DDR4
+#: traces (benchmarks/RESULTS.md, issue 17v: same IR, LLVM's codegen differs), while a short
+#: run never imports numba. Both kernels work on the same state arrays, so a run may change
+#: kernel between two calls with identical results (tests/test_kernel_aot.py).
+JIT_AFTER_CPU_S = 1.0
+_aot_cpu = [0.0]              # CPU seconds spent in the library's kernel by this process
+
+
+def _switching(bound: RunFn, consts: tuple, state: tuple) -> RunFn:
+    """``bound`` until the process has spent JIT_AFTER_CPU_S in the library, then numba's."""
+    jit: RunFn | None = None
+
+    def run(addr, isw, cyc, src, rid, final: int, stop: int, horizon: int) -> int:
+        nonlocal jit
+        if jit is None:
+            if _aot_cpu[0] < JIT_AFTER_CPU_S:
+                t0 = time.process_time()
+                try:
+                    return bound(addr, isw, cyc, src, rid, final, stop, horizon)
+                finally:
+                    _aot_cpu[0] += time.process_time() - t0
+            log.debug("engine kernel: %.2f CPU-s in the compiled library; numba's from now",
+                      _aot_cpu[0])
+            jit = _jit_runner(consts, state)
+        return jit(addr, isw, cyc, src, rid, final, stop, horizon)
+
+    run.keep = bound.keep                                   # type: ignore[attr-defined]
+    return run
+
+
 def runner(consts: tuple, state: tuple) -> RunFn:
     """The kernel to call on these bundles: ``(addr, isw, cyc, src, rid, final, stop,
     horizon) -> return code``, from the compiled library when there is one for the current
-    key and it fits the bundles, else numba's ``run_kernel``."""
+    key and it fits the bundles (``auto``: until JIT_AFTER_CPU_S, then numba's), else
+    numba's ``run_kernel``."""
     kern = load()
     if kern is not None:
         bound = kern.bind(consts, state)
         if bound is not None:
-            return bound
+            return bound if mode() == "aot" else _switching(bound, consts, state)
         if mode() == "aot":
             raise SimulationError(f"{MODE_ENV}=aot: {kern.path} was built for other array "
                                   f"ranks or types than the simulator's state")
@@ -476,6 +510,29 @@ def _prune(folder: Path) -> None:
             log.debug("cannot remove the old kernel %s: %s", old, exc)
 
 
+def _hide(module: Any) -> None:
+    """Give the module's definitions hidden visibility: in position-independent code a
+    default-visibility symbol may be preempted, so every call and data access would go
+    through the PLT / GOT; hidden ones are direct (the C file exports the entries)."""
+    import llvmlite.binding as ll
+    local = (ll.Linkage.internal, ll.Linkage.private)
+    for value in list(module.functions) + list(module.global_variables):
+        if not value.is_declaration and value.linkage not in local:
+            value.visibility = "hidden"
+
+
+def _numba_type(sp: Spec) -> Any:
+    """The numba type of an argument spec (see _entry_source)."""
+    from numba import types
+    if isinstance(sp, tuple) and sp and sp[0] == "a":
+        return types.Array(getattr(types, "bool_" if sp[1] == "bool_" else sp[1]), sp[2], "C")
+    if sp == "i":
+        return types.int64
+    if sp == "b":
+        return types.boolean
+    return types.BaseTuple.from_types([_numba_type(x) for x in sp])
+
+
 def _compile_objects() -> tuple[list[bytes], list[tuple[str, str]], list[str], list[str],
                                  tuple[int, ...]]:
     """The entries' object code (PIC, this CPU), (exported name, cfunc symbol) pairs, the
@@ -495,27 +552,44 @@ def _compile_objects() -> tuple[list[bytes], list[tuple[str, str]], list[str], l
     data_syms: set[str] = set()
     other: set[str] = set()
     tm = None
-    for name, fn, spec, returns in todo:
-        ns: dict[str, Any] = {"carray": carray, "np": np, "kernel": fn}
-        src = _entry_source(name, "kernel", spec, returns)
-        exec(compile(src, f"<engine.kernel_aot {name}>", "exec"), ns)  # noqa: S102
-        entry = cfunc(sig, nopython=True)(ns[name])
-        lib = entry._library
-        module = lib._final_module
+
+    def note_symbols(module: Any) -> None:
         for f in module.functions:
             if f.is_declaration and not f.name.startswith("llvm."):
                 (undefined if f.name.startswith(STUB_PREFIXES) else other).add(f.name)
         for gv in module.global_variables:
             if gv.is_declaration:
                 (data_syms if gv.name.startswith(STUB_PREFIXES) else other).add(gv.name)
+
+    for name, fn, spec, returns in todo:
+        # the kernel as numba's JIT has it (compiled or loaded from numba's cache): its
+        # optimised module is emitted as it is, so the machine code comes from the same IR
+        # as the JIT's; the entry calls it (not inlined: inlining it and optimising the
+        # whole again made the event loop ~50 % slower, measured)
+        argtypes = tuple(_numba_type(sp) for sp in spec)
+        fn.compile(argtypes)
+        cres = fn.overloads[argtypes]
+        kernel_module = cres.library._get_module_for_linking()
+        kernel_module.get_function(cres.fndesc.llvm_func_name).add_function_attribute(
+            "noinline")
+        ns: dict[str, Any] = {"carray": carray, "np": np, "kernel": fn}
+        src = _entry_source(name, "kernel", spec, returns)
+        exec(compile(src, f"<engine.kernel_aot {name}>", "exec"), ns)  # noqa: S102
+        entry = cfunc(sig, nopython=True)(ns[name])
+        lib = entry._library
         if tm is None:
             codegen = lib._codegen
             target = ll.Target.from_triple(ll.get_process_triple())
             tm = target.create_target_machine(cpu=codegen._get_host_cpu_name(),
                                               features=codegen._tm_features, opt=3,
                                               reloc="pic", codemodel="default")
-        objects.append(tm.emit_object(module))
-        entries.append((name, entry.native_name))
+        strong = kernel_module.clone()
+        strong.get_function(cres.fndesc.llvm_func_name).linkage = ll.Linkage.external
+        for module in (strong, lib._final_module):
+            note_symbols(module)
+            _hide(module)
+            objects.append(tm.emit_object(module))     # the kernel's first: the linker
+        entries.append((name, entry.native_name))       # keeps its copies of shared code
     if other:
         log.debug("kernel objects: symbols left to the linker: %s", ", ".join(sorted(other)))
     return objects, entries, sorted(undefined), sorted(data_syms), ranks

@@ -48,7 +48,8 @@ def _use(monkeypatch, folder: Path, mode: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _forget_loaded():
+def _forget_loaded(monkeypatch):
+    monkeypatch.setattr(kernel_aot, "_aot_cpu", [0.0])
     yield
     kernel_aot._loaded.clear()
 
@@ -229,3 +230,35 @@ def test_an_error_inside_the_compiled_kernel_is_reported(monkeypatch, aot_dir):
         with pytest.raises(exc):
             sim.feed(np.array([64], np.uint64), np.array([False]), np.array([3]), final=True)
         sim.close()
+
+
+def test_auto_moves_to_numba_mid_run_with_identical_results(monkeypatch, aot_dir, shared_dir,
+                                                            ref_traces, tmp_path):
+    """``auto`` runs the library, then numba's kernel once the process has spent
+    JIT_AFTER_CPU_S in it (here: after the first call); the two share the state arrays, so
+    the run equals a numba-only run, commands included."""
+    cfg = load_ini(shared_dir / "dramsim3-configs" / "DDR4_8Gb_x8_3200.ini")
+    trace = _head(ref_traces / "mixed.trace", tmp_path / "head.trace", 3000)
+    (st_jit, cmd_jit), _ = _run_both(monkeypatch, aot_dir, tmp_path, cfg, trace, epoch=300)
+    calls = {"aot": 0, "jit": 0}
+    real_jit, real_bind = kernel_aot._jit_runner, kernel_aot.AotKernel.bind
+
+    def counting(kind, make):
+        def wrap(*a):
+            fn = make(*a)
+
+            def run(*args):
+                calls[kind] += 1
+                return fn(*args)
+            run.keep = getattr(fn, "keep", None)
+            return run
+        return wrap
+    monkeypatch.setattr(kernel_aot, "_jit_runner", counting("jit", real_jit))
+    monkeypatch.setattr(kernel_aot.AotKernel, "bind", counting("aot", real_bind))
+    monkeypatch.setattr(kernel_aot, "JIT_AFTER_CPU_S", 1e-12)
+    _use(monkeypatch, aot_dir, "auto")
+    cmd = tmp_path / "auto.cmd"
+    st = simulate_trace(cfg, trace, SimOptions(cmd_trace=cmd, epoch=300))
+    assert calls["aot"] == 1 and calls["jit"] > 5
+    assert kernel_aot.comparable(st) == st_jit
+    assert [p.read_text() for p in cmd_trace_paths(cmd, cfg.channels)] == cmd_jit

@@ -294,10 +294,10 @@ def _jit_runner(consts: tuple, state: tuple) -> RunFn:
 
 #: CPU seconds the library's kernel runs in a process (``auto``) before the simulators move to
 #: numba's kernel: a long run then pays numba's start-up (~0.45 CPU-s) once and gets numba's
-#: machine code, which measured up to ~1.4x faster than the library's on the 1M-request DDR4
-#: traces (benchmarks/RESULTS.md, issue 17v: same IR, LLVM's codegen differs), while a short
-#: run never imports numba. Both kernels work on the same state arrays, so a run may change
-#: kernel between two calls with identical results (tests/test_kernel_aot.py).
+#: machine code, which was still up to ~6 % faster (best of 3) than the library's on the
+#: 1M-request DDR4 random trace (benchmarks/RESULTS.md, issue 17v), while a short run never
+#: imports numba. Both kernels work on the same state arrays, so a run may change kernel
+#: between two calls with identical results (tests/test_kernel_aot.py).
 JIT_AFTER_CPU_S = 1.0
 _aot_cpu = [0.0]              # CPU seconds spent in the library's kernel by this process
 

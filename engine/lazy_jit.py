@@ -70,11 +70,6 @@ def njit(*args: Any, **options: Any) -> Any:
     return wrap
 
 
-def numba_loaded() -> bool:
-    """True once numba has been imported in this process (by us or by anyone)."""
-    return "numba" in sys.modules
-
-
 def materialize() -> None:
     """Import numba and turn every pending kernel into its ``numba.njit`` dispatcher."""
     global _typeof_registered

@@ -52,10 +52,10 @@ DIR_ENV = "DIFFMEM_KERNEL_DIR"
 MODES = ("auto", "jit", "aot")
 N_CHUNK = 5                   # arrays of a kernel.Chunk (each 1-d), after Consts and State
 ENGINE = Path(__file__).resolve().parent
-#: the files whose text the compiled kernel depends on (the kernel, the constants it imports,
-#: the decorator and this module's entry)
-SOURCES = ("kernel.py", "timing.py", "policies.py", "standards/base.py", "lazy_jit.py",
-           "kernel_aot.py")
+#: the files whose text the compiled kernels depend on (the kernel, the constants it imports,
+#: the trace parser's module, the decorator and this module's entries)
+SOURCES = ("kernel.py", "timing.py", "policies.py", "standards/base.py", "trace.py",
+           "lazy_jit.py", "kernel_aot.py")
 #: symbol prefixes that only numba's error and reference-counting paths reference; the C
 #: file defines them as stubs that flag the call (never reached by a run that succeeds)
 STUB_PREFIXES = ("Py", "_Py", "NRT_", "numba_")

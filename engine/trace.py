@@ -79,8 +79,8 @@ import numpy as np
 
 from engine import kernel_aot
 from engine.errors import TraceError
-from engine.lazy_jit import njit   # numba.njit, numba imported at first use
 from engine.fileio import fsync_dir
+from engine.lazy_jit import njit   # numba.njit, numba imported at first use
 
 __all__ = [
     "TraceChunk",

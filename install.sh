@@ -113,6 +113,11 @@ fi
 # ~2 s, so a re-run costs little; the test suite reuses the same cache.
 say "numba kernels: compiling (first install: about a minute)"
 "$PY" packaging/warm_kernels.py
+# The kernel compiled ahead of time into a shared library in the user cache (~10 CPU-s with
+# the numba cache warm): a simulation then starts without importing numba (issue 17). It
+# needs a C compiler; without one the engine keeps using numba's kernel.
+say "compiled kernel: building (main.py build-kernel)"
+"$PY" main.py build-kernel || say "compiled kernel: not built (see above); numba's kernel is used"
 
 # ---- 5. demo -------------------------------------------------------------------------------
 if [[ $run_demo == 1 ]]; then

@@ -248,6 +248,16 @@ def cmd_selfcheck(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
+# ==== build-kernel ==============================================================================
+def cmd_build_kernel(args: argparse.Namespace) -> int:
+    from engine import kernel_aot
+
+    t0 = time.process_time()
+    path = kernel_aot.build(force=args.force)
+    print(f"compiled kernel: {path} ({time.process_time() - t0:.1f} CPU s)")
+    return 0
+
+
 # ==== study ====================================================================================
 def cmd_study(args: argparse.Namespace) -> int:
     from engine.studies import (STUDIES, StudySetup, TraceInput, load_project_study,
@@ -908,6 +918,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-external", action="store_true",
                    help="allow trace references outside the project's folder")
     p.set_defaults(func=cmd_project)
+
+    p = sub.add_parser("build-kernel", help="compile the engine's kernel ahead of time (a "
+                                            "shared library: simulations then start without "
+                                            "numba)",
+                       description="Compile the simulator's kernel into a shared library in "
+                                   "the user cache (needs numba and a C compiler); it is "
+                                   "checked against numba's kernel before use and keyed on "
+                                   "the kernel's sources, numba's version and the CPU, so an "
+                                   "edited kernel is never run stale. DIFFMEM_KERNEL=jit "
+                                   "ignores it.")
+    p.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    p.set_defaults(func=cmd_build_kernel)
 
     p = sub.add_parser("selfcheck", description="Check this installation: resources, numba "
                                                 "kernels, torch autograd, optimiser imports.")

@@ -6,6 +6,10 @@ OLD_TREE is e.g. ``git archive <commit> | tar -x -C /tmp/old`` (numba compiles e
 kernel into its own cache). Each round runs OLD then NEW in fresh processes; each process
 simulates every case once to warm up (JIT excluded) and then ``--repeat`` times, and reports
 its best CPU seconds. Traces: ``benchmarks/.traces`` (made by bench_engine.py) or ``--traces``.
+
+``--env-old`` / ``--env-new KEY=VALUE`` (repeatable) set variables in one side's processes:
+e.g. one tree twice, ``--env-old DIFFMEM_KERNEL=jit --env-new DIFFMEM_KERNEL=aot``, A/Bs
+numba's kernel against the ahead-of-time compiled one (engine/kernel_aot.py).
 """
 from __future__ import annotations
 
@@ -48,7 +52,18 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--traces", type=Path, default=ROOT / "benchmarks" / ".traces")
     ap.add_argument("--configs", type=Path, default=ROOT.parent / "shared" / "dramsim3-configs")
+    ap.add_argument("--env-old", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--env-new", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args()
+    envs = {}
+    for name, pairs in (("old", args.env_old), ("new", args.env_new)):
+        env = dict(os.environ)
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                ap.error(f"--env-{name} {pair!r}: expected KEY=VALUE")
+            env[key] = value
+        envs[name] = env
     case_args = []
     for ini, tr in CASES:
         case_args += [str(args.configs / ini), str(args.traces / tr)]
@@ -57,7 +72,7 @@ def main() -> int:
         for name, tree in (("old", args.old), ("new", args.new)):
             res = subprocess.run([sys.executable, "-c", CHILD, str(tree.resolve()),
                                   str(args.repeat), *case_args], capture_output=True,
-                                 text=True, check=True, cwd=tree)
+                                 text=True, check=True, cwd=tree, env=envs[name])
             times[name].append([float(x) for x in res.stdout.split()])
             print(f"round {r + 1} {name}: {res.stdout.strip()}  load {os.getloadavg()[0]:.1f}",
                   flush=True)

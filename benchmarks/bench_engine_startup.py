@@ -13,6 +13,11 @@ same for `main.py simulate` on a 1,000-request text trace (argument parsing, the
 reader's kernel, the statistics JSON). A warm-up
 process first fills the numba cache. Medians over the runs; the machine's load average is
 printed with them, since CPU time grows on a busy machine too (cache misses, frequency).
+
+Both kernels are measured, alternating process by process: numba's JIT kernel
+(``DIFFMEM_KERNEL=jit``) and the ahead-of-time compiled library (``DIFFMEM_KERNEL=aot``,
+engine/kernel_aot.py; built first with ``main.py build-kernel`` if missing, not counted): the
+AOT process never imports numba (checked in the child, which fails otherwise).
 """
 from __future__ import annotations
 
@@ -28,14 +33,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
-import resource, time, json, sys
+import resource, time, json, sys, os
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 marks = [("interpreter", cpu())]
 import numpy as np
 marks.append(("import numpy", cpu()))
-import numba
+if os.environ["DIFFMEM_KERNEL"] == "jit":
+    import numba
 marks.append(("import numba", cpu()))
 from engine.config import load_config
 from engine.simulator import SimOptions, Simulator
@@ -50,6 +56,8 @@ sim.feed(addr, np.arange(n) % 3 == 0, np.arange(n, dtype=np.int64) * 4, final=Tr
 st = sim.stats()
 assert st.summary["num_reads_done"] + st.summary["num_writes_done"] >= n
 marks.append(("1,000-request run (cached kernel)", cpu()))
+if os.environ["DIFFMEM_KERNEL"] == "aot":
+    assert "numba" not in sys.modules, "the AOT run imported numba"
 print(json.dumps(marks))
 if sys.argv[1:] == ["freeze"]:
     import gc
@@ -57,23 +65,29 @@ if sys.argv[1:] == ["freeze"]:
 """
 
 
-def cli_run(trace: Path, out: Path) -> float:
+KERNELS = ("jit", "aot")
+
+
+def _env(kernel: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "DIFFMEM_KERNEL": kernel}
+
+
+def cli_run(trace: Path, out: Path, kernel: str) -> float:
     """CPU seconds of `main.py simulate` on the trace, as its parent sees the process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run([sys.executable, str(REPO / "main.py"), "simulate", "--config",
                           "DDR4-3200", "--trace", str(trace), "--out", str(out)],
-                         cwd=REPO, capture_output=True, text=True)
+                         cwd=REPO, capture_output=True, text=True, env=_env(kernel))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         raise SystemExit(res.stderr)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def one_run(freeze: bool = False) -> tuple[list[tuple[str, float]], float]:
+def one_run(kernel: str, freeze: bool = False) -> tuple[list[tuple[str, float]], float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run([sys.executable, "-c", CHILD] + (["freeze"] if freeze else []),
-                         cwd=REPO, capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                         cwd=REPO, capture_output=True, text=True, env=_env(kernel))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         raise SystemExit(res.stderr)
@@ -86,42 +100,55 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    one_run()                                   # fill the numba cache
-    stages: dict[str, list[float]] = {}
-    totals = []
-    frozen = []
+    subprocess.run([sys.executable, str(REPO / "main.py"), "build-kernel"], cwd=REPO,
+                   check=True, capture_output=True, env=_env("jit"))
+    for kernel in KERNELS:
+        one_run(kernel)                         # fill the numba cache, load the library
+    stages: dict[str, dict[str, list[float]]] = {k: {} for k in KERNELS}
+    totals: dict[str, list[float]] = {k: [] for k in KERNELS}
+    frozen: dict[str, list[float]] = {k: [] for k in KERNELS}
     for _ in range(args.runs):
-        frozen.append(one_run(freeze=True)[1])      # alternating with the plain run
-        marks, total = one_run()
-        prev = 0.0
-        for name, t in marks:
-            stages.setdefault(name, []).append(t - prev)
-            prev = t
-        stages.setdefault("interpreter exit (and other)", []).append(total - prev)
-        totals.append(total)
+        for kernel in KERNELS:                  # alternating kernels and plain / frozen runs
+            frozen[kernel].append(one_run(kernel, freeze=True)[1])
+            marks, total = one_run(kernel)
+            prev = 0.0
+            for name, t in marks:
+                stages[kernel].setdefault(name, []).append(t - prev)
+                prev = t
+            stages[kernel].setdefault("interpreter exit (and other)", []).append(total - prev)
+            totals[kernel].append(total)
     import tempfile
+    cli: dict[str, list[float]] = {k: [] for k in KERNELS}
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "t1000.trace"
         trace.write_text("".join(f"{(i * 7919 % (1 << 24)) * 64:#x} "
                                  f"{'WRITE' if i % 3 == 0 else 'READ'} {i * 4}\n"
                                  for i in range(1000)))
-        cli_run(trace, Path(tmp) / "s.json")
-        cli = [cli_run(trace, Path(tmp) / "s.json") for _ in range(args.runs)]
+        for kernel in KERNELS:
+            cli_run(trace, Path(tmp) / "s.json", kernel)
+        for _ in range(args.runs):
+            for kernel in KERNELS:
+                cli[kernel].append(cli_run(trace, Path(tmp) / "s.json", kernel))
     load = os.getloadavg()[0]
-    print(f"load average (1 min) {load:.2f}, {args.runs} runs, medians in CPU seconds")
-    rows = [(k, statistics.median(v), min(v), max(v)) for k, v in stages.items()]
-    rows.append(("whole process", statistics.median(totals), min(totals), max(totals)))
-    rows.append(("whole process, gc.freeze() before exit", statistics.median(frozen),
-                 min(frozen), max(frozen)))
+    print(f"load average (1 min) {load:.2f}, {args.runs} runs, medians in CPU seconds "
+          f"(min-max); kernels: numba JIT, ahead-of-time library")
+
+    def cells(series: dict[str, list[float]]) -> list[str]:
+        return [f"{statistics.median(v):.3f} ({min(v):.3f}-{max(v):.3f})"
+                for v in (series[k] for k in KERNELS)]
+
+    rows = [(name, cells({k: stages[k][name] for k in KERNELS})) for name in stages["jit"]]
+    rows.append(("whole process", cells(totals)))
+    rows.append(("whole process, gc.freeze() before exit", cells(frozen)))
     rows.append(("`main.py simulate` on a 1,000-request text trace (whole process)",
-                 statistics.median(cli), min(cli), max(cli)))
+                 cells(cli)))
     if args.markdown:
-        print("\n| stage | CPU-s (median) | min | max |\n|---|---|---|---|")
-        for k, med, lo, hi in rows:
-            print(f"| {k} | {med:.3f} | {lo:.3f} | {hi:.3f} |")
+        print("\n| stage | numba JIT: CPU-s median (min-max) | AOT library |\n|---|---|---|")
+        for name, (jit, aot) in rows:
+            print(f"| {name} | {jit} | {aot} |")
     else:
-        for k, med, lo, hi in rows:
-            print(f"{k:40s} {med:7.3f}  ({lo:.3f}-{hi:.3f})")
+        for name, (jit, aot) in rows:
+            print(f"{name:66s} {jit:>22s} {aot:>22s}")
     return 0
 
 

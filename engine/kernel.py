@@ -29,8 +29,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from engine.lazy_jit import njit   # numba.njit, numba imported at first use (kernel_aot)
 from engine.timing import (ACT, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB, SREFE,
                            SAME_BANK, SAME_BG, SAME_RANK, WR, WRP)
 

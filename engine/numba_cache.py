@@ -26,6 +26,7 @@ from typing import Any
 
 from numba.core.caching import _CacheLocator  # noqa: PLC2701 - numba's documented base
 
+from engine.app_dirs import is_frozen, user_cache_dir  # noqa: F401 - re-exported
 from engine.version import APP_VERSION
 
 log = logging.getLogger(__name__)
@@ -33,22 +34,6 @@ log = logging.getLogger(__name__)
 #: The value the bundle gives ``NUMBA_CACHE_LOCATOR_CLASSES``.
 LOCATOR_SPEC = ("engine.numba_cache.FrozenCacheLocator,InTreeCacheLocator,"
                 "UserWideCacheLocator")
-
-
-def is_frozen() -> bool:
-    """True inside a PyInstaller bundle."""
-    return bool(getattr(sys, "frozen", False))
-
-
-def user_cache_dir() -> Path:
-    """The platform's per-user cache folder for DiffMem Studio (not created here)."""
-    home = Path.home()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local")
-        return base / "DiffMem" / "Cache"
-    if sys.platform == "darwin":
-        return home / "Library" / "Caches" / "DiffMem"
-    return Path(os.environ.get("XDG_CACHE_HOME") or home / ".cache") / "diffmem"
 
 
 def cache_root() -> Path:

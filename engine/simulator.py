@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
-from engine import address, policies
+from engine import address, kernel_aot, policies
 from engine import kernel as K
 from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check_gaps,
                                check_span)
@@ -350,14 +350,15 @@ class Simulator:
         return int(self.s["G"][K.G_CLK])
 
     def _call(self, addr, isw, cyc, src, rid, final: bool, stop: int, horizon: int) -> int:
-        # the bundles as plain tuples (see kernel.run_kernel); the chunk in Chunk's order
-        return K.run_kernel(self._consts_t, self._state_t, (addr, isw, cyc, src, rid),
-                            int(final), stop, horizon)
+        # kernel.run_kernel on the bundles as plain tuples, the chunk in Chunk's order: the
+        # ahead-of-time compiled library when there is one, else numba's (engine.kernel_aot)
+        return self._runner(addr, isw, cyc, src, rid, int(final), stop, horizon)
 
     def _set_state(self, state: K.State) -> None:
         """Make `state` the kernel's state; `self.s` names its arrays (a read-only view)."""
         self.state = state
         self._state_t = tuple(state)
+        self._runner = kernel_aot.runner(self._consts_t, self._state_t)
         self.s = MappingProxyType(state._asdict())
 
     def _run(self, addr, isw, cyc, src, rid, final: bool, horizon: int,

@@ -76,10 +76,11 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 import numpy as np
-from numba import njit
 
+from engine import kernel_aot
 from engine.errors import TraceError
 from engine.fileio import fsync_dir
+from engine.lazy_jit import njit   # numba.njit, numba imported at first use
 
 __all__ = [
     "TraceChunk",
@@ -547,6 +548,7 @@ def _iter_text(path: Path, *, chunk_size: int, strict: bool, capacity_bytes: int
     if read_bytes < 1:
         raise ValueError(f"read_bytes must be at least 1, got {read_bytes}")
     has_cap, cap = _capacity_arg(capacity_bytes)
+    parse = kernel_aot.text_parser(_parse_text)     # compiled ahead of time, or numba's
     # buffer: a carried-over partial line (< MAX_LINE_BYTES) + one read + a final newline
     buf = np.empty(MAX_LINE_BYTES + read_bytes + 1, np.uint8)
     view = memoryview(buf)  # type: ignore[arg-type]
@@ -600,7 +602,7 @@ def _iter_text(path: Path, *, chunk_size: int, strict: bool, capacity_bytes: int
                 fill += got
             # ---- parse what is there, emitting full chunks
             while True:
-                _parse_text(buf, fill, out[0], out[1], out[2], strict, has_cap, cap, state)
+                parse(buf, fill, out[0], out[1], out[2], strict, has_cap, cap, state)
                 lines = int(state[_S_LINES])
                 if state[_S_ERR] != _OK:
                     s = int(state[_S_POS])

@@ -11,6 +11,11 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Windows closed by tests save their layout (QSettings): keep that out of the user's config.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="diffmem-tests-config-")
+# The suite checks numba's kernel whatever the user's cache holds; tests/test_kernel_aot.py
+# checks that the ahead-of-time library gives the same (DIFFMEM_KERNEL=aot runs it everywhere).
+from engine.kernel_aot import MODE_ENV  # noqa: E402
+
+os.environ.setdefault(MODE_ENV, "jit")
 
 from refdata import DATA_DIR, MISSING_DATA, data_file  # noqa: E402  (tests/ is on sys.path)
 

@@ -7,6 +7,7 @@ import pytest
 
 from engine.config import load_config
 from engine.errors import DiffMemError, SimulationCancelled, TraceError
+from engine.kernel_aot import MODE_ENV
 from engine.simulator import SimOptions, Simulator, simulate_trace
 from engine.trace import TraceChunk, write_text
 
@@ -168,11 +169,12 @@ def test_multi_file_traces_merge_by_time(ddr4, tmp_path):
     assert st["num_reads_done"] == 3 and st["num_writes_done"] == 2
 
 
-def test_one_kernel_specialisation_for_every_memory_and_mode(ddr4, tmp_path):
+def test_one_kernel_specialisation_for_every_memory_and_mode(ddr4, tmp_path, monkeypatch):
     """The kernel takes its state as one bundle (kernel.State) whose field names are the
     simulator's state names; DDR4, HBM2 (dual command, 8 channels), a command trace,
     completions and the threads mode's per-channel states all fit one compiled
     specialisation (array ranks and layouts never vary), so nothing recompiles."""
+    monkeypatch.setenv(MODE_ENV, "jit")          # numba's kernel, not the compiled library
     from engine import kernel as K
     sim = Simulator(ddr4, SimOptions(track_completions=True))
     assert tuple(sim.s) == K.State._fields
@@ -207,13 +209,14 @@ def test_the_kernel_unpacks_its_bundles_in_their_declared_order():
     assert tuple("in_" + f for f in K.Chunk._fields) == unpacked["inp"]
 
 
-def test_a_second_process_loads_the_kernel_from_the_cache(ddr4, tmp_path):
+def test_a_second_process_loads_the_kernel_from_the_cache(ddr4, tmp_path, monkeypatch):
     """cache=True works with the bundled signature: once this process has the kernel (it
     compiles and stores it, or loads it), a fresh interpreter loads it without compiling."""
     import subprocess
     import sys
     from pathlib import Path
     from engine import kernel as K
+    monkeypatch.setenv(MODE_ENV, "jit")          # numba's kernel (and the child's)
     trace = tmp_path / "t.trace"
     write_text(trace, _random_chunk(500, seed=5))
     simulate_trace(ddr4, trace, SimOptions())

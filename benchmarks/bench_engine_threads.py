@@ -1,8 +1,12 @@
-"""Channels in parallel (SimOptions(threads=N), per-channel intake): CPU and wall seconds of
-1 and N threads on the same trace, alternating fresh processes, and the statistics compared.
+"""Channels in parallel (SimOptions(threads=N)): CPU and wall seconds of 1 and N threads on
+the same trace, alternating fresh processes, and the statistics compared.
 
     .venv/bin/python benchmarks/bench_engine_threads.py --config HBM2_8Gb_x128.ini \
-        --trace DIR/stream.trace --trace DIR/random.trace [--threads 2] [--rounds 3]
+        --trace DIR/stream.trace --trace DIR/random.trace [--threads 2] [--rounds 3] \
+        [--intake per-channel|dramsim3]
+
+`--intake` is the front end both runs use (default per-channel, as when this script was
+first written; dramsim3 is the simulator's default intake).
 
 Each child process simulates its case once to warm up (JIT and page cache excluded), then
 once timed: CPU seconds (user+sys of every thread, time.process_time) and wall seconds. The
@@ -25,7 +29,7 @@ sys.path.insert(0, sys.argv[1])
 from engine.config import load_config
 from engine.simulator import SimOptions, simulate_trace
 cfg = load_config(sys.argv[2])
-opts = SimOptions(intake="per-channel", threads=int(sys.argv[4]), epoch=10**12)
+opts = SimOptions(intake=sys.argv[5], threads=int(sys.argv[4]), epoch=10**12)
 simulate_trace(cfg, sys.argv[3], opts)
 c0, w0 = time.process_time(), time.perf_counter()
 st = simulate_trace(cfg, sys.argv[3], opts)
@@ -46,15 +50,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tree", type=Path, default=ROOT)
+    ap.add_argument("--intake", choices=("per-channel", "dramsim3"), default="per-channel")
     args = ap.parse_args()
-    print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"load average before: {os.getloadavg()[0]:.2f}; intake {args.intake}", flush=True)
     rows = []
     for tr in args.trace:
         res: dict[int, list[dict]] = {1: [], args.threads: []}
         for _ in range(args.rounds):
             for th in (1, args.threads):
                 out = subprocess.run([sys.executable, "-c", CHILD, str(args.tree), args.config,
-                                      tr, str(th)], capture_output=True, text=True, check=True)
+                                      tr, str(th), args.intake], capture_output=True, text=True, check=True)
                 res[th].append(json.loads(out.stdout.strip().splitlines()[-1]))
         one, many = res[1], res[args.threads]
         same = len({r["stats"] for r in one + many}) == 1

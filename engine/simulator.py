@@ -48,6 +48,9 @@ MERGE_SLACK = 4096           # pending reads that merged into an earlier read of
 FF_MIN_PERIODS = 64          # idle stretches of at least this many refresh periods are skipped
 FF_PROBES = 6                # periods simulated, at most, to find the periodic idle state
 FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast_forward)
+# threads under the DRAMsim3 intake (_StreamThreads): requests per optimistic window, least,
+# first and most (the most also bounds what a window pushes into the completion rings)
+WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
@@ -73,7 +76,7 @@ class SimOptions:
     intake: str = "dramsim3"             # front end: "dramsim3" (one request a cycle for the
                                          # whole system) or "per-channel" (one per channel)
     threads: int = 1                     # simulate_trace: channels in this many threads
-                                         # (per-channel intake only; results identical to 1)
+                                         # (results identical to 1 thread)
 
     def __post_init__(self) -> None:
         if self.intake not in INTAKES:
@@ -84,12 +87,6 @@ class SimOptions:
             raise SimulatorInputError(f"SimOptions.threads = {t!r}: expected an integer from "
                                       f"1 to 1024")
         if t > 1:
-            if self.intake != "per-channel":
-                raise SimulatorInputError(
-                    f"SimOptions: threads = {t} needs intake = 'per-channel': under "
-                    f"{self.intake!r} the channels share one in-order request stream (a full "
-                    f"queue in one channel stalls every channel), so they cannot be simulated "
-                    f"apart; use threads = 1 or the per-channel intake")
             if self.cmd_trace is not None:
                 raise SimulatorInputError(
                     f"SimOptions: threads = {t} with a command trace is not supported (the "
@@ -362,7 +359,8 @@ class Simulator:
 
     def _run(self, addr, isw, cyc, src, rid, final: bool, horizon: int,
              progress: ProgressFn | None, cancel: Callable[[], bool] | None,
-             pos0: int = 0) -> int:
+             pos0: int = 0, until: int = K.INF) -> int:
+        # `until`: pause (return PAUSED) at that cycle, input left or not (threaded runs)
         G = self.s["G"]
         G[K.G_POS] = pos0
         self.s["CS"][:, K.CS_INTAKE_POS] = pos0
@@ -372,7 +370,7 @@ class Simulator:
         t0 = time.perf_counter()
         try:
             while True:
-                stop = min(self._next_epoch, limit)
+                stop = min(self._next_epoch, limit, until)
                 if self._ff_period and not final and int(G[K.G_POS]) >= len(addr):
                     self._fast_forward(addr, isw, cyc, src, rid, min(stop, horizon))
                 rc = self._call(addr, isw, cyc, src, rid, final, stop, horizon)
@@ -402,6 +400,8 @@ class Simulator:
                                 cyc[pos0:] < limit)) - (int(G[K.G_ACCEPTED]) - accepted0)
                         self._finish_at(limit)
                         return K.FINISHED
+                    if now >= until:
+                        return K.PAUSED
                     if cancel is not None and cancel():
                         raise SimulationCancelled(f"simulation cancelled at cycle {now}")
                     continue
@@ -932,6 +932,11 @@ class _ChannelThreads:
         self._each(run_on)
 
     def stats(self) -> "Stats":
+        self._merge()
+        return self.master.stats()
+
+    def _merge(self) -> None:
+        """The one-state run's state from the channels' (its statistics' inputs)."""
         m = self.master
         subs = self.subs
         for name in self.per_channel:
@@ -968,7 +973,6 @@ class _ChannelThreads:
             m.epochs.append(EpochRecord(start=r0.start, end=r0.end, **fields))
         if len({len(s.epochs) for s in subs}) != 1:
             raise SimulationError("threaded run: epoch counts differ between threads")
-        return m.stats()
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -977,10 +981,183 @@ class _ChannelThreads:
         self.master.close()
 
 
+# a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
+_SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
+                  "fast_forwards", "fast_forward_cycles", "_ran_on")
+
+
+class _StreamThreads(_ChannelThreads):
+    """simulate_trace with SimOptions(threads=N) under the DRAMsim3 intake: one-channel
+    Simulators run in a thread pool as in _ChannelThreads, synchronised on the admission
+    order, so that every statistic equals the one-state run's.
+
+    The front end offers the requests one a cycle in trace order: request i is admitted at
+    a_i = the first cycle t >= max(arrival_i, a_{i-1} + 1) at which its channel's controller
+    takes it (its queue has room, checked after the controllers' step of cycle t). A channel
+    depends on the others only through these cycles. The run goes in windows of requests:
+    the admissions the window would have if no queue refused, a_i = max(arrival_i,
+    a_{i-1} + 1), are given to each channel as its requests' arrival cycles, and the
+    channels run in parallel to the cycle after the window's last admission, each stopping
+    at the end of the first cycle whose offered request its controller refuses (kernel
+    P_STOP_BLOCKED: return code BLOCKED). With no refusal the window's schedule was the
+    one-state run's. Otherwise the earliest refusal, at cycle B, is the first place where
+    the schedule is wrong: every channel that ran past B is put back to its state at the
+    window's start (copied then: plain arrays) and re-run to B + 1; the refusing channel
+    alone then runs on until it takes the request (at a*), and the next window starts with
+    the next request, at a* + 1 at the earliest. Channels left at B + 1 run input-free up to
+    their next request, as they do in the one-state run. Windows shrink after a refusal and
+    grow while there is none. The completion rings are not copied: a window of at most
+    `_max_window` requests pushes fewer entries into them than they hold beside the entries
+    in flight, so restoring their indices (in G) restores them.
+
+    The channels see admission cycles as arrivals, so the front-end lag and the requests
+    waiting at a cycle limit are counted here, from the true arrivals."""
+
+    def __init__(self, cfg, options: SimOptions) -> None:
+        super().__init__(cfg, options)
+        for sub in self.subs:
+            sub.P[K.P_STOP_BLOCKED] = 1
+            sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
+        pcap = self.subs[0].s["pr_addr"].shape[1]
+        room = K.RING - 2 * pcap - 64           # ring pushes a window may make
+        self._copy_rings = room < WINDOW_MIN
+        self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
+        self._window = min(WINDOW_START, self._max_window)
+        self._lag = 0                           # sum of (admission - arrival)
+        self._waiting = 0                       # requests_waiting at a cycle limit
+        self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
+
+    @property
+    def clock(self) -> int:
+        """The first cycle at which the front end can offer the next request."""
+        return max(s.clock for s in self.subs)
+
+    def _save(self, sub: Simulator) -> tuple:
+        arrays = {k: v.copy() for k, v in sub.s.items()
+                  if self._copy_rings or not k.startswith("ring_")}
+        return arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs)
+
+    @staticmethod
+    def _restore(sub: Simulator, saved: tuple) -> None:
+        arrays, attrs, n_epochs = saved
+        for k, v in arrays.items():
+            sub.s[k][...] = v
+        for n, v in attrs.items():
+            setattr(sub, n, v)
+        del sub.epochs[n_epochs:]
+
+    def feed(self, addr, is_write, cycle, stream, cancel) -> None:
+        """One trace chunk, as Simulator.feed (not final) takes it in the one-state run."""
+        m = self.master
+        if self.finished:
+            return
+        m.s["G"][K.G_CLK] = self.clock
+        a, w, c, sr, rid = m._admit(addr, is_write, cycle, stream)
+        n = a.shape[0]
+        if n == 0:
+            return
+        chan = address.channel(self.cfg, a)
+        for lo, hi, idle_first in (m._split_at_gaps(c) if m._ff_period else [(0, n, False)]):
+            if idle_first:
+                self._advance(int(c[lo]), cancel)
+                if self.finished:
+                    return
+            p = lo
+            while p < hi and not self.finished:
+                p = self._window_run((a, w, c, sr, rid), chan, p, hi, cancel)
+            if self.finished:
+                return
+            m.s["G"][K.G_CLK] = self.clock
+
+    def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
+        """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
+        return the first request not admitted."""
+        a, w, c, sr, rid = req
+        q = min(hi, p + self._window)
+        idx = np.arange(p, q, dtype=np.int64)
+        adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), self.clock - p) + idx
+        end = int(adm[-1]) + 1
+        limit = self.master.options.limit
+        sel = [np.flatnonzero(chan[p:q] == i) for i in range(len(self.subs))]
+        saved: list = [None] * len(self.subs)
+
+        def run(i: int, until: int) -> int:
+            ix = sel[i]
+            return self.subs[i]._run(a[p + ix], w[p + ix], adm[ix], sr[p + ix], rid[p + ix],
+                                     False, until, None, cancel, until=until)
+
+        def first(i: int) -> int:
+            saved[i] = self._save(self.subs[i])
+            return run(i, end)
+        rcs = self._each(first)
+        self.windows += 1
+        blocked = [i for i, rc in enumerate(rcs) if rc == K.BLOCKED]
+        if not blocked:
+            k = q - p
+            if self.finished:                   # the cycle limit, before `end`
+                k = int(np.searchsorted(adm, limit))
+                self._waiting = int(np.count_nonzero(c[p + k:hi] < limit))
+            self._lag += int((adm[:k] - c[p:p + k]).sum())
+            if self.finished:
+                self._settle(cancel)
+                return hi
+            self._window = min(self._max_window, 2 * self._window)
+            return q
+        star = min(blocked, key=lambda i: self.subs[i].clock)
+        b = self.subs[star].clock - 1           # the earliest refusal
+        k = int(np.searchsorted(adm, b))        # request p + k was offered at b
+        if adm[k] != b or int(chan[p + k]) != star:
+            raise SimulationError(f"threaded run: channel {star} refused a request at cycle "
+                                  f"{b}, when none of its requests was offered")
+
+        def back(i: int) -> bool:
+            sub = self.subs[i]
+            if sub.clock <= b + 1:
+                return False
+            self._restore(sub, saved[i])
+            run(i, b + 1)
+            return True
+        self.rollbacks += sum(self._each(back))
+        self.refusals += 1
+        self._lag += int((adm[:k] - c[p:p + k]).sum())
+        j = p + k
+        sub = self.subs[star]
+        sub.P[K.P_STOP_BLOCKED] = 0
+        try:                                    # until the controller takes request j
+            sub._run(a[j:j + 1], w[j:j + 1], adm[k:k + 1], sr[j:j + 1], rid[j:j + 1],
+                     False, 0, None, cancel)
+        finally:
+            sub.P[K.P_STOP_BLOCKED] = 1
+        if sub.finished:                        # the cycle limit came first
+            self._waiting = int(np.count_nonzero(c[j:hi] < limit))
+            self._settle(cancel)
+            return hi
+        self._lag += sub.clock - 1 - int(c[j])
+        self._window = max(WINDOW_MIN, min(self._max_window, 2 * k))
+        return j + 1
+
+    def finish(self, cancel) -> None:
+        last = self.master._last_req
+        if self.master.options.phantom_eof_read and last is not None:
+            # DRAMsim3's extra READ of the last address: offered in that address's channel
+            ch = int(address.channel(self.cfg, np.array([last[0]], np.int64))[0])
+            self.subs[ch].P[K.P_PHANTOM_EOF] = 1
+        super().finish(cancel)
+        log.debug("threaded DRAMsim3-intake run: %d windows, %d refusals, %d channel "
+                  "rollbacks", self.windows, self.refusals, self.rollbacks)
+
+    def stats(self) -> "Stats":
+        self._merge()
+        m = self.master
+        m.s["G"][K.G_FRONT_LAG_SUM] = self._lag
+        m.requests_waiting = self._waiting
+        return m.stats()
+
+
 def _simulate_threaded(cfg, chunks: Iterable, options: SimOptions,
                        progress: ProgressFn | None,
                        cancel: Callable[[], bool] | None) -> "Stats":
-    run = _ChannelThreads(cfg, options)
+    run = (_StreamThreads if options.intake == "dramsim3" else _ChannelThreads)(cfg, options)
     try:
         for ch in chunks:
             run.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, cancel)

@@ -1156,8 +1156,11 @@ class _StreamThreads(_ChannelThreads):
 
 def _simulate_threaded(cfg, chunks: Iterable, options: SimOptions,
                        progress: ProgressFn | None,
-                       cancel: Callable[[], bool] | None) -> "Stats":
-    run = (_StreamThreads if options.intake == "dramsim3" else _ChannelThreads)(cfg, options)
+                       cancel: Callable[[], bool] | None, runner: type | None = None
+                       ) -> "Stats":
+    if runner is None:
+        runner = _StreamThreads if options.intake == "dramsim3" else _ChannelThreads
+    run = runner(cfg, options)
     try:
         for ch in chunks:
             run.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, cancel)

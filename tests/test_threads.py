@@ -233,7 +233,7 @@ def test_threads_dramsim3_refusals_rolled_back(tmp_path):
         assert _same(one, many) == []
         assert windows >= 3
         if busy:
-            assert refusals > 20 and rollbacks > 20
+            assert refusals > 20 and rollbacks > 0
         else:
             assert refusals == 0 and one.summary["frontend_mean_lag_cycles"] == 0
 

@@ -1023,6 +1023,11 @@ class _StreamThreads(_ChannelThreads):
         self._copy_rings = room < WINDOW_MIN
         self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
         self._window = min(WINDOW_START, self._max_window)
+        # windows grow up to _cap: halved when a refusal ends a window of at least half of
+        # it (refusals come in bursts; a long window that meets one is mostly re-run), doubled
+        # after 4 windows of _cap without one
+        self._cap = self._max_window
+        self._clean_at_cap = 0
         # each channel's copy of its arrays at a window's start, allocated once (a fresh
         # allocation per window costs page faults: ~10x the copy itself)
         self._bufs = [{k: np.empty_like(v) for k, v in sub.s.items()
@@ -1148,7 +1153,12 @@ class _StreamThreads(_ChannelThreads):
             if self.finished:
                 self._settle(cancel)
                 return hi
-            self._window = min(self._max_window, 2 * self._window)
+            if self._window >= self._cap:
+                self._clean_at_cap += 1
+                if self._clean_at_cap >= 4:
+                    self._cap = min(self._max_window, 2 * self._cap)
+                    self._clean_at_cap = 0
+            self._window = min(self._cap, 2 * self._window)
             return q
         star = min(blocked, key=lambda i: self.subs[i].clock)
         b = self.subs[star].clock - 1           # the earliest refusal
@@ -1180,7 +1190,10 @@ class _StreamThreads(_ChannelThreads):
             self._settle(cancel)
             return hi
         self._lag += sub.clock - 1 - int(c[j])
-        self._window = max(WINDOW_MIN, min(self._max_window, 2 * k))
+        if 2 * (q - p) >= self._cap:
+            self._cap = max(WINDOW_START // 2, self._cap // 2)
+        self._clean_at_cap = 0
+        self._window = max(WINDOW_MIN, min(self._cap, 2 * k))
         return j + 1
 
     def finish(self, cancel) -> None:

@@ -90,7 +90,8 @@ def main() -> None:
         for _ in range(args.rounds):
             for th in (1, args.threads):
                 out = subprocess.run([sys.executable, "-c", CHILD, str(args.tree), args.config,
-                                      tr, str(th), args.intake], capture_output=True, text=True, check=True)
+                                      tr, str(th), args.intake], capture_output=True,
+                                     text=True, check=True)
                 res[th].append(json.loads(out.stdout.strip().splitlines()[-1]))
         one, many = res[1], res[args.threads]
         same = len({r["stats"] for r in one + many}) == 1

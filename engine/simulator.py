@@ -51,6 +51,9 @@ FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast
 # threads under the DRAMsim3 intake (_StreamThreads): requests per optimistic window, least,
 # first and most (the most also bounds what a window pushes into the completion rings)
 WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
+# ... and the refusal rate at which it gives up for one thread (each refusal costs a
+# synchronisation of every channel, a few ms: more than a thread saves on the requests between)
+DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 256, 2000
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
@@ -981,6 +984,10 @@ class _ChannelThreads:
         self.master.close()
 
 
+class _DenseRefusals(Exception):
+    """A threaded DRAMsim3-intake run met full queues too often to gain from threads."""
+
+
 # a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
@@ -1033,6 +1040,7 @@ class _StreamThreads(_ChannelThreads):
         self._bufs = [{k: np.empty_like(v) for k, v in sub.s.items()
                        if self._copy_rings or not k.startswith("ring_")} for sub in self.subs]
         self._lag = 0                           # sum of (admission - arrival)
+        self._taken = 0                         # requests admitted so far
         self._waiting = 0                       # requests_waiting at a cycle limit
         self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
 
@@ -1150,6 +1158,7 @@ class _StreamThreads(_ChannelThreads):
                 k = int(np.searchsorted(adm, limit))
                 self._waiting = int(np.count_nonzero(c[p + k:hi] < limit))
             self._lag += int((adm[:k] - c[p:p + k]).sum())
+            self._taken += k
             if self.finished:
                 self._settle(cancel)
                 return hi
@@ -1176,6 +1185,11 @@ class _StreamThreads(_ChannelThreads):
             return True
         self.rollbacks += sum(self._each(back))
         self.refusals += 1
+        self._taken += k + 1
+        if self.refusals >= DENSE_REFUSALS and \
+                self._taken < DENSE_REQUESTS_PER_REFUSAL * self.refusals:
+            raise _DenseRefusals(f"{self.refusals} refusals in the first {self._taken} "
+                                 f"requests")
         self._lag += int((adm[:k] - c[p:p + k]).sum())
         j = p + k
         sub = self.subs[star]
@@ -1257,14 +1271,23 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
     options = options or SimOptions()
     paths = [traces] if isinstance(traces, (str, Path)) else list(traces)
     cap = None if options.wrap_addresses else getattr(cfg, "capacity_bytes", None)
-    if len(paths) == 1:
-        chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,
-                                      capacity_bytes=cap, group=group)
-    else:
-        chunks = iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
-                             group=group)
+
+    def open_chunks() -> Iterable:
+        if len(paths) == 1:
+            return iter_trace(paths[0], chunk_size=options.chunk_size, capacity_bytes=cap,
+                              group=group)
+        return iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
+                           group=group)
+    chunks = open_chunks()
     if options.threads > 1 and cfg.channels > 1:
-        return _simulate_threaded(cfg, chunks, options, progress, cancel)
+        try:
+            return _simulate_threaded(cfg, chunks, options, progress, cancel)
+        except _DenseRefusals as e:
+            # the DRAMsim3 intake with queues full every few requests: one thread, from the
+            # start, is faster (the statistics are the same either way)
+            log.info("%s: --threads %d: %s (DRAMsim3 intake, full queues); simulated again "
+                     "in one thread", cfg.name, options.threads, e)
+            chunks = open_chunks()
     if options.threads > 1:
         options = dataclasses.replace(options, threads=1)     # one channel: one thread
     sim = Simulator(cfg, options)

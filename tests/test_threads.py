@@ -179,9 +179,16 @@ def test_cli_threads(tmp_path, capsys):
 DRAMSIM3_CASES = CASES + [(0.9, 8, 0, False)]     # + nearly every request to channel 0
 
 
+@pytest.fixture
+def no_fallback(monkeypatch):
+    """The threaded method itself, however often queues refuse (no one-thread fallback)."""
+    import engine.simulator as sim
+    monkeypatch.setattr(sim, "DENSE_REFUSALS", 1 << 60)
+
+
 @pytest.mark.parametrize("nch", [2, 4])
 @pytest.mark.parametrize("case", range(len(DRAMSIM3_CASES)))
-def test_threads_dramsim3_intake_identical_to_one_thread(tmp_path, nch, case):
+def test_threads_dramsim3_intake_identical_to_one_thread(tmp_path, nch, case, no_fallback):
     """Windows of optimistic admissions, a refused admission rolled back and resolved: the
     traces fill the queues often (the front end lags), have 3M-cycle idle gaps, and blocks
     of requests to one channel; the runs cut chunks, epochs and both cycle limits."""
@@ -215,7 +222,7 @@ def _stream_run(cfg, tr, **kw):
     return stats, seen[0]
 
 
-def test_threads_dramsim3_refusals_rolled_back(tmp_path):
+def test_threads_dramsim3_refusals_rolled_back(tmp_path, no_fallback):
     """The saturated trace exercises the refusal path (many refusals, channels restored);
     a light one runs in windows without a refusal."""
     cfg = load_config("DDR4-3200").replace(channels=4)
@@ -238,8 +245,21 @@ def test_threads_dramsim3_refusals_rolled_back(tmp_path):
             assert refusals == 0 and one.summary["frontend_mean_lag_cycles"] == 0
 
 
+def test_threads_dramsim3_dense_refusals_fall_back_to_one_thread(tmp_path, caplog):
+    """Every request to one channel, faster than it serves them: a refusal every few
+    requests; the threaded run gives up (logged) and the one-thread run's statistics come."""
+    import logging
+    cfg = load_config("DDR4-3200").replace(channels=4)
+    tr = _trace(tmp_path / "t.trace", cfg, 6000, 13, skew=1.0, per_cycle=4)
+    one = simulate_trace(cfg, tr, SimOptions(epoch=3000))
+    with caplog.at_level(logging.INFO, logger="engine.simulator"):
+        many = simulate_trace(cfg, tr, SimOptions(epoch=3000, threads=2))
+    assert "simulated again in one thread" in caplog.text
+    assert _same(one, many) == []
+
+
 @pytest.mark.parametrize("threads", [2, 3, 8])
-def test_threads_dramsim3_8_channel_hbm2(tmp_path, threads):
+def test_threads_dramsim3_8_channel_hbm2(tmp_path, threads, no_fallback):
     cfg = load_config("HBM2")
     tr = _trace(tmp_path / "t.trace", cfg, 12000, 3, skew=0.4, per_cycle=3)
     for kw in (dict(epoch=1000), dict(phantom_eof_read=True, chunk_size=5000),
@@ -249,7 +269,7 @@ def test_threads_dramsim3_8_channel_hbm2(tmp_path, threads):
         assert _same(one, many) == [], kw
 
 
-def test_threads_dramsim3_long_idle_gap_skipped(tmp_path):
+def test_threads_dramsim3_long_idle_gap_skipped(tmp_path, no_fallback):
     cfg = load_config("DDR4-3200").replace(channels=2)
     tr = _trace(tmp_path / "t.trace", cfg, 3000, 9, skew=0.3, per_cycle=4, gap=400_000_000)
     one = simulate_trace(cfg, tr, SimOptions(epoch=10**13))
@@ -259,7 +279,7 @@ def test_threads_dramsim3_long_idle_gap_skipped(tmp_path):
     assert _same(one, two) == []
 
 
-def test_cli_threads_dramsim3_intake(tmp_path):
+def test_cli_threads_dramsim3_intake(tmp_path, no_fallback):
     import json
 
     import main

@@ -52,11 +52,6 @@ NP = 47
 INTAKE_DRAMSIM3, INTAKE_PER_CHANNEL = 0, 1
 P_INTAKE = NP
 NP += 1
-# P_STOP_BLOCKED != 0 (DRAMsim3 intake): return BLOCKED at the end of the first cycle whose
-# offered request the controller refuses (its queue full), so that a threaded run can tell how
-# far an optimistic admission schedule holds (engine.simulator._StreamThreads); 0 in a plain run
-P_STOP_BLOCKED = NP
-NP += 1
 
 # SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
 # bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
@@ -115,7 +110,6 @@ HASH_BUCKETS = 1024     # per channel, for the pending read / write maps
 
 # kernel return codes
 NEED_INPUT, FINISHED, PAUSED, DEADLOCK = 0, 1, 2, 3
-BLOCKED = 4             # P_STOP_BLOCKED: a request was refused at cycle G_CLK - 1
 
 
 # ---- the kernel's arguments, three bundles (one typed argument each) -------------------------
@@ -1379,10 +1373,6 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                     event = True
                     if pos + 1 >= n_in and final != 0 and P[P_PHANTOM_EOF] == 0:
                         G[G_FRONT_DONE] = 1
-                elif P[P_STOP_BLOCKED] != 0:
-                    # the cycle is complete (the front end is its last step)
-                    G[G_CLK] = t + 1
-                    return BLOCKED
             elif in_cyc[pos] < next_t:
                 next_t = in_cyc[pos]
         elif final != 0 and G[G_FRONT_DONE] == 0:

@@ -1043,6 +1043,7 @@ class _StreamThreads(_ChannelThreads):
                        if self._copy_rings or not k.startswith("ring_")} for sub in self.subs]
         self._lag = 0                           # sum of (admission - arrival)
         self._taken = 0                         # requests admitted so far
+        self._bad = K.INF                       # a refusal is known before this request
         self._waiting = 0                       # requests_waiting at a cycle limit
         self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
 
@@ -1117,7 +1118,7 @@ class _StreamThreads(_ChannelThreads):
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
         return the first request not admitted."""
         a, w, c, sr, rid = req
-        q = min(hi, p + self._window)
+        q = min(hi, p + self._window, self._bad)
         idx = np.arange(p, q, dtype=np.int64)
         adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), self.clock - p) + idx
         end = int(adm[-1]) + 1
@@ -1162,6 +1163,7 @@ class _StreamThreads(_ChannelThreads):
                 self._restore(i, saved[i])
                 return True
             self.rollbacks += sum(self._each(back))
+            self._bad = q                       # a refusal is in [p, q): bisect
             self._window = (q - p) // 2
             return p
         if any(safe):
@@ -1177,6 +1179,12 @@ class _StreamThreads(_ChannelThreads):
             if self.finished:
                 self._settle(cancel)
                 return hi
+            if self._bad < K.INF:               # bisecting: the refusal is in [q, bad)
+                if q >= self._bad:
+                    raise SimulationError(f"threaded run: requests {p}..{q - 1} of a chunk "
+                                          f"were refused once and not again")
+                self._window = max(1, (self._bad - q) // 2)
+                return q
             if self._window >= self._cap:
                 self._clean_at_cap += 1
                 if self._clean_at_cap >= 4:
@@ -1203,6 +1211,7 @@ class _StreamThreads(_ChannelThreads):
             return hi
         self._lag += sub.clock - 1 - int(c[p])
         self._window = WINDOW_MIN
+        self._bad = K.INF
         return p + 1
 
     def finish(self, cancel) -> None:

@@ -870,32 +870,37 @@ class _ChannelThreads:
                 self._advance(int(c[lo]), cancel)
                 if self.finished:
                     return
-            t0 = self.clock
-            sel = [np.flatnonzero(chan[lo:hi] == i) + lo for i in range(len(self.subs))]
-
-            def go(i: int) -> None:
-                sub = self.subs[i]
-                ix = sel[i]
-                if ix.size:
-                    sub._run(a[ix], w[ix], c[ix], sr[ix], rid[ix], False, 0, None, cancel)
-            self._each(go)
-            if self.finished:
-                self._settle(cancel)
-                return
-            # the cycle at which the one-state run takes the next segment
-            c_last = int(c[hi - 1])
-            x = int(chan[hi - 1])
-            seen = np.zeros(self.cfg.channels, bool)
-            seen[chan[lo:hi]] = True
-            end = max(t0, c_last)
-            for ch in np.flatnonzero(seen).tolist():
-                # (the channel accepted requests in this segment, the last one at ta)
-                ta = int(self.subs[ch].s["G"][K.G_LAST_ACCEPT])
-                end = max(end, ta if ch == x else max(ta + 1, c_last))
-            self._advance(end + 1, cancel)
+            self._segment((a, w, c, sr, rid), chan, lo, hi, cancel)
             if self.finished:
                 return
             m.s["G"][K.G_CLK] = self.clock
+
+    def _segment(self, req: tuple, chan: np.ndarray, lo: int, hi: int, cancel) -> None:
+        """Input requests lo..hi - 1 (no long idle stretch among them), every channel."""
+        a, w, c, sr, rid = req
+        t0 = self.clock
+        sel = [np.flatnonzero(chan[lo:hi] == i) + lo for i in range(len(self.subs))]
+
+        def go(i: int) -> None:
+            sub = self.subs[i]
+            ix = sel[i]
+            if ix.size:
+                sub._run(a[ix], w[ix], c[ix], sr[ix], rid[ix], False, 0, None, cancel)
+        self._each(go)
+        if self.finished:
+            self._settle(cancel)
+            return
+        # the cycle at which the one-state run takes the next segment
+        c_last = int(c[hi - 1])
+        x = int(chan[hi - 1])
+        seen = np.zeros(self.cfg.channels, bool)
+        seen[chan[lo:hi]] = True
+        end = max(t0, c_last)
+        for ch in np.flatnonzero(seen).tolist():
+            # (the channel accepted requests in this segment, the last one at ta)
+            ta = int(self.subs[ch].s["G"][K.G_LAST_ACCEPT])
+            end = max(end, ta if ch == x else max(ta + 1, c_last))
+        self._advance(end + 1, cancel)
 
     def finish(self, cancel) -> None:
         """Simulator.finish: run until every accepted request is done (or the limit), then
@@ -1091,28 +1096,10 @@ class _StreamThreads(_ChannelThreads):
         writes = int(C[K.C_WRITES_ACCEPTED] - C[K.C_WRITE_MERGES] - C[K.C_WRITE_CMDS])
         return reads + nr <= pcap and writes + nw <= pcap
 
-    def feed(self, addr, is_write, cycle, stream, cancel) -> None:
-        """One trace chunk, as Simulator.feed (not final) takes it in the one-state run."""
-        m = self.master
-        if self.finished:
-            return
-        m.s["G"][K.G_CLK] = self.clock
-        a, w, c, sr, rid = m._admit(addr, is_write, cycle, stream)
-        n = a.shape[0]
-        if n == 0:
-            return
-        chan = address.channel(self.cfg, a)
-        for lo, hi, idle_first in (m._split_at_gaps(c) if m._ff_period else [(0, n, False)]):
-            if idle_first:
-                self._advance(int(c[lo]), cancel)
-                if self.finished:
-                    return
-            p = lo
-            while p < hi and not self.finished:
-                p = self._window_run((a, w, c, sr, rid), chan, p, hi, cancel)
-            if self.finished:
-                return
-            m.s["G"][K.G_CLK] = self.clock
+    def _segment(self, req: tuple, chan: np.ndarray, lo: int, hi: int, cancel) -> None:
+        p = lo
+        while p < hi and not self.finished:
+            p = self._window_run(req, chan, p, hi, cancel)
 
     def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;

@@ -157,22 +157,27 @@ def test_threads_one_channel_runs_one_thread(tmp_path):
     assert _same(one, two) == []
 
 
-def test_cli_threads(tmp_path, capsys):
+def _cli_stats(tmp_path, tr, *extra: str) -> list[dict]:
+    """`main.py simulate` on HBM2 with --threads 1 and 2: the two statistics JSONs."""
     import json
 
     import main
-    cfg = load_config("HBM2")
-    tr = _trace(tmp_path / "t.trace", cfg, 3000, 4, skew=0.5, per_cycle=3)
     outs = []
     for threads in ("1", "2"):
         out = tmp_path / f"s{threads}.json"
         assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out", str(out),
-                          "--intake", "per-channel", "--threads", threads]) == 0
+                          "--threads", threads, *extra]) == 0
         s = json.loads(out.read_text())
         for k in NOT_COMPARED:
             s.pop(k)
         outs.append(s)
-    assert outs[0] == outs[1]
+    return outs
+
+
+def test_cli_threads(tmp_path):
+    tr = _trace(tmp_path / "t.trace", load_config("HBM2"), 3000, 4, skew=0.5, per_cycle=3)
+    one, two = _cli_stats(tmp_path, tr, "--intake", "per-channel")
+    assert one == two
 
 
 # ---- the DRAMsim3 intake: one in-order stream, a full queue stalls every channel ----------
@@ -280,19 +285,7 @@ def test_threads_dramsim3_long_idle_gap_skipped(tmp_path, no_fallback):
 
 
 def test_cli_threads_dramsim3_intake(tmp_path, no_fallback):
-    import json
-
-    import main
-    cfg = load_config("HBM2")
-    tr = _trace(tmp_path / "t.trace", cfg, 3000, 4, skew=0.7, per_cycle=4)
-    outs = []
-    for threads in ("1", "2"):
-        out = tmp_path / f"s{threads}.json"
-        assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out", str(out),
-                          "--threads", threads, "--max-cycles", "4000"]) == 0
-        s = json.loads(out.read_text())
-        for k in NOT_COMPARED:
-            s.pop(k)
-        outs.append(s)
-    assert outs[0]["frontend_mean_lag_cycles"] > 0
-    assert outs[0] == outs[1]
+    tr = _trace(tmp_path / "t.trace", load_config("HBM2"), 3000, 4, skew=0.7, per_cycle=4)
+    one, two = _cli_stats(tmp_path, tr, "--max-cycles", "4000")
+    assert one["frontend_mean_lag_cycles"] > 0
+    assert one == two

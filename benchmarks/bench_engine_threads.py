@@ -64,8 +64,11 @@ if threads > 1:
             span[0] += max(free)
             return [r for r, _ in out]
     m0 = time.thread_time()
-    S._simulate_threaded(cfg, iter_trace(sys.argv[3], chunk_size=opts.chunk_size), opts, None,
-                         None, runner=Probe)
+    try:
+        S._simulate_threaded(cfg, iter_trace(sys.argv[3], chunk_size=opts.chunk_size), opts,
+                             None, None, runner=Probe)
+    except S._DenseRefusals:        # as simulate_trace: again in one thread
+        simulate_trace(cfg, sys.argv[3], SimOptions(intake=sys.argv[5], epoch=10**12))
     crit = time.thread_time() - m0 + span[0]
 print(json.dumps({"cpu": c1 - c0, "wall": w1 - w0, "crit": crit,
                   "n": st.summary["num_reads_done"] + st.summary["num_writes_done"],

@@ -53,7 +53,7 @@ FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast
 WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
 # ... and the refusal rate at which it gives up for one thread (each refusal costs a
 # synchronisation of every channel, a few ms: more than a thread saves on the requests between)
-DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 256, 2000
+DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in

@@ -662,9 +662,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "as DRAMsim3 (default), or one a cycle per channel, in trace order per "
                         "channel, a full queue holding back only its channel (a GPU crossbar)")
     p.add_argument("--threads", type=_positive_int, default=1, metavar="N",
-                   help="simulate the channels in N threads (needs --intake per-channel, "
-                        "whose channels are independent; statistics identical to 1 thread; "
-                        "not with --cmd-trace)")
+                   help="simulate the channels in N threads, under either intake "
+                        "(statistics identical to 1 thread; not with --cmd-trace)")
     p.add_argument("--scheduler", choices=SCHEDULER_CHOICES,
                    help="override the config's command scheduler")
     p.add_argument("--page-policy", choices=PAGE_POLICY_CHOICES,

@@ -34,7 +34,7 @@ class SimulateJob:
     page_policy: str | None = None
     wrap_addresses: bool = False
     intake: str = "dramsim3"             # front end: "dramsim3" or "per-channel"
-    threads: int = 1                     # channels in parallel (per-channel intake only)
+    threads: int = 1                     # channels in parallel (results identical to 1)
 
 
 def apply_overrides(cfg: Any, scheduler: str | None, page_policy: str | None) -> Any:

@@ -48,6 +48,12 @@ MERGE_SLACK = 4096           # pending reads that merged into an earlier read of
 FF_MIN_PERIODS = 64          # idle stretches of at least this many refresh periods are skipped
 FF_PROBES = 6                # periods simulated, at most, to find the periodic idle state
 FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast_forward)
+# threads under the DRAMsim3 intake (_StreamThreads): requests per optimistic window, least,
+# first and most (the most also bounds what a window pushes into the completion rings)
+WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
+# ... and the refusal rate at which it gives up for one thread (each refusal costs a
+# synchronisation of every channel, a few ms: more than a thread saves on the requests between)
+DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
@@ -73,7 +79,7 @@ class SimOptions:
     intake: str = "dramsim3"             # front end: "dramsim3" (one request a cycle for the
                                          # whole system) or "per-channel" (one per channel)
     threads: int = 1                     # simulate_trace: channels in this many threads
-                                         # (per-channel intake only; results identical to 1)
+                                         # (results identical to 1 thread)
 
     def __post_init__(self) -> None:
         if self.intake not in INTAKES:
@@ -84,12 +90,6 @@ class SimOptions:
             raise SimulatorInputError(f"SimOptions.threads = {t!r}: expected an integer from "
                                       f"1 to 1024")
         if t > 1:
-            if self.intake != "per-channel":
-                raise SimulatorInputError(
-                    f"SimOptions: threads = {t} needs intake = 'per-channel': under "
-                    f"{self.intake!r} the channels share one in-order request stream (a full "
-                    f"queue in one channel stalls every channel), so they cannot be simulated "
-                    f"apart; use threads = 1 or the per-channel intake")
             if self.cmd_trace is not None:
                 raise SimulatorInputError(
                     f"SimOptions: threads = {t} with a command trace is not supported (the "
@@ -363,7 +363,8 @@ class Simulator:
 
     def _run(self, addr, isw, cyc, src, rid, final: bool, horizon: int,
              progress: ProgressFn | None, cancel: Callable[[], bool] | None,
-             pos0: int = 0) -> int:
+             pos0: int = 0, until: int = K.INF) -> int:
+        # `until`: pause (return PAUSED) at that cycle, input left or not (threaded runs)
         G = self.s["G"]
         G[K.G_POS] = pos0
         self.s["CS"][:, K.CS_INTAKE_POS] = pos0
@@ -373,7 +374,7 @@ class Simulator:
         t0 = time.perf_counter()
         try:
             while True:
-                stop = min(self._next_epoch, limit)
+                stop = min(self._next_epoch, limit, until)
                 if self._ff_period and not final and int(G[K.G_POS]) >= len(addr):
                     self._fast_forward(addr, isw, cyc, src, rid, min(stop, horizon))
                 rc = self._call(addr, isw, cyc, src, rid, final, stop, horizon)
@@ -403,6 +404,8 @@ class Simulator:
                                 cyc[pos0:] < limit)) - (int(G[K.G_ACCEPTED]) - accepted0)
                         self._finish_at(limit)
                         return K.FINISHED
+                    if now >= until:
+                        return K.PAUSED
                     if cancel is not None and cancel():
                         raise SimulationCancelled(f"simulation cancelled at cycle {now}")
                     continue
@@ -868,32 +871,37 @@ class _ChannelThreads:
                 self._advance(int(c[lo]), cancel)
                 if self.finished:
                     return
-            t0 = self.clock
-            sel = [np.flatnonzero(chan[lo:hi] == i) + lo for i in range(len(self.subs))]
-
-            def go(i: int) -> None:
-                sub = self.subs[i]
-                ix = sel[i]
-                if ix.size:
-                    sub._run(a[ix], w[ix], c[ix], sr[ix], rid[ix], False, 0, None, cancel)
-            self._each(go)
-            if self.finished:
-                self._settle(cancel)
-                return
-            # the cycle at which the one-state run takes the next segment
-            c_last = int(c[hi - 1])
-            x = int(chan[hi - 1])
-            seen = np.zeros(self.cfg.channels, bool)
-            seen[chan[lo:hi]] = True
-            end = max(t0, c_last)
-            for ch in np.flatnonzero(seen).tolist():
-                # (the channel accepted requests in this segment, the last one at ta)
-                ta = int(self.subs[ch].s["G"][K.G_LAST_ACCEPT])
-                end = max(end, ta if ch == x else max(ta + 1, c_last))
-            self._advance(end + 1, cancel)
+            self._segment((a, w, c, sr, rid), chan, lo, hi, cancel)
             if self.finished:
                 return
             m.s["G"][K.G_CLK] = self.clock
+
+    def _segment(self, req: tuple, chan: np.ndarray, lo: int, hi: int, cancel) -> None:
+        """Input requests lo..hi - 1 (no long idle stretch among them), every channel."""
+        a, w, c, sr, rid = req
+        t0 = self.clock
+        sel = [np.flatnonzero(chan[lo:hi] == i) + lo for i in range(len(self.subs))]
+
+        def go(i: int) -> None:
+            sub = self.subs[i]
+            ix = sel[i]
+            if ix.size:
+                sub._run(a[ix], w[ix], c[ix], sr[ix], rid[ix], False, 0, None, cancel)
+        self._each(go)
+        if self.finished:
+            self._settle(cancel)
+            return
+        # the cycle at which the one-state run takes the next segment
+        c_last = int(c[hi - 1])
+        x = int(chan[hi - 1])
+        seen = np.zeros(self.cfg.channels, bool)
+        seen[chan[lo:hi]] = True
+        end = max(t0, c_last)
+        for ch in np.flatnonzero(seen).tolist():
+            # (the channel accepted requests in this segment, the last one at ta)
+            ta = int(self.subs[ch].s["G"][K.G_LAST_ACCEPT])
+            end = max(end, ta if ch == x else max(ta + 1, c_last))
+        self._advance(end + 1, cancel)
 
     def finish(self, cancel) -> None:
         """Simulator.finish: run until every accepted request is done (or the limit), then
@@ -933,6 +941,11 @@ class _ChannelThreads:
         self._each(run_on)
 
     def stats(self) -> "Stats":
+        self._merge()
+        return self.master.stats()
+
+    def _merge(self) -> None:
+        """The one-state run's state from the channels' (its statistics' inputs)."""
         m = self.master
         subs = self.subs
         for name in self.per_channel:
@@ -969,7 +982,6 @@ class _ChannelThreads:
             m.epochs.append(EpochRecord(start=r0.start, end=r0.end, **fields))
         if len({len(s.epochs) for s in subs}) != 1:
             raise SimulationError("threaded run: epoch counts differ between threads")
-        return m.stats()
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -978,10 +990,243 @@ class _ChannelThreads:
         self.master.close()
 
 
+class _DenseRefusals(Exception):
+    """A threaded DRAMsim3-intake run met full queues too often to gain from threads."""
+
+
+# a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
+_SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
+                  "fast_forwards", "fast_forward_cycles", "_ran_on")
+
+
+class _StreamThreads(_ChannelThreads):
+    """simulate_trace with SimOptions(threads=N) under the DRAMsim3 intake: one-channel
+    Simulators run in a thread pool as in _ChannelThreads, synchronised on the admission
+    order, so that every statistic equals the one-state run's.
+
+    The front end offers the requests one a cycle in trace order: request i is admitted at
+    a_i = the first cycle t >= max(arrival_i, a_{i-1} + 1) at which its channel's controller
+    takes it (its queue has room, checked after the controllers' step of cycle t). A channel
+    depends on the others only through these cycles. The run goes in windows of requests:
+    the admissions the window would have if no queue refused, a_i = max(arrival_i,
+    a_{i-1} + 1), are given to each channel as its requests' arrival cycles, and the
+    channels run in parallel to the cycle after the window's last admission. A channel
+    took every request when offered iff its front-end lag (admission - given arrival) did
+    not grow and it took all that were due; then the window's schedule was the one-state
+    run's. Otherwise every channel is put back to its state at the window's start (copied
+    then: plain arrays) and the window is run again halved, until a window of one request
+    that its channel refuses: that channel alone then runs on until it takes it (at a*),
+    and the next window starts with the next request, at a* + 1 at the earliest (the other
+    channels, behind, run input-free up to their next request, as in the one-state run).
+    The kernel is not changed for this (a refusal report inside its loop made every run
+    15-35 % slower: same-session A/B). Channels that cannot refuse any of their window's
+    requests (room for all of them) run only once the window is known to be exact, with no
+    copy. Windows shrink after a refusal and grow while there is none. The completion
+    rings are not copied: a window of at most `_max_window` requests pushes fewer entries
+    into them than they hold beside the entries in flight, so restoring their indices (in
+    G) restores them.
+
+    The channels see admission cycles as arrivals, so the front-end lag and the requests
+    waiting at a cycle limit are counted here, from the true arrivals."""
+
+    def __init__(self, cfg, options: SimOptions) -> None:
+        super().__init__(cfg, options)
+        for sub in self.subs:
+            sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
+        pcap = self.subs[0].s["pr_addr"].shape[1]
+        room = K.RING - 2 * pcap - 64           # ring pushes a window may make
+        self._copy_rings = room < WINDOW_MIN
+        self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
+        self._window = min(WINDOW_START, self._max_window)
+        # windows grow up to _cap: halved when a refusal ends a window of at least half of
+        # it (refusals come in bursts; a long window that meets one is mostly re-run), doubled
+        # after 4 windows of _cap without one
+        self._cap = self._max_window
+        self._clean_at_cap = 0
+        # each channel's copy of its arrays at a window's start, allocated once (a fresh
+        # allocation per window costs page faults: ~10x the copy itself)
+        self._bufs = [{k: np.empty_like(v) for k, v in sub.s.items()
+                       if self._copy_rings or not k.startswith("ring_")} for sub in self.subs]
+        self._lag = 0                           # sum of (admission - arrival)
+        self._taken = 0                         # requests admitted so far
+        self._bad = K.INF                       # a refusal is known before this request
+        self._waiting = 0                       # requests_waiting at a cycle limit
+        self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
+
+    @property
+    def clock(self) -> int:
+        """The first cycle at which the front end can offer the next request."""
+        return max(s.clock for s in self.subs)
+
+    def _save(self, i: int) -> tuple:
+        sub, arrays = self.subs[i], self._bufs[i]
+        for k, v in arrays.items():
+            np.copyto(v, sub.s[k])
+        return arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs)
+
+    def _restore(self, i: int, saved: tuple) -> None:
+        arrays, attrs, n_epochs = saved
+        sub = self.subs[i]
+        for k, v in arrays.items():
+            sub.s[k][...] = v
+        for n, v in attrs.items():
+            setattr(sub, n, v)
+        del sub.epochs[n_epochs:]
+
+    def _cannot_refuse(self, i: int, is_write: np.ndarray) -> bool:
+        """Channel i's controller takes each of these requests (its next ones) whenever they
+        come: its queues and pending-request maps hold them all on top of what they hold
+        now (entries only leave them meanwhile)."""
+        sub = self.subs[i]
+        s = sub.s
+        tq = s["tq_n"][0]
+        nw = int(np.count_nonzero(is_write))
+        nr = len(is_write) - nw
+        tqs = int(sub.P[K.P_TQ_SIZE])
+        if sub.P[K.P_UNIFIED] != 0:
+            if int(tq[0]) + nr + nw > tqs:
+                return False
+        elif int(tq[0]) + nr > tqs or int(tq[1]) + nw > tqs:
+            return False
+        C = s["C"][0]
+        pcap = s["pr_addr"].shape[1]
+        # live map entries: every read not answered from the write buffer adds one, every
+        # READ command removes at least one; every write not merged adds one, its WRITE
+        # command removes it
+        reads = int(C[K.C_READS_ACCEPTED] - C[K.C_WBUF_HITS] - C[K.C_READ_CMDS])
+        writes = int(C[K.C_WRITES_ACCEPTED] - C[K.C_WRITE_MERGES] - C[K.C_WRITE_CMDS])
+        return reads + nr <= pcap and writes + nw <= pcap
+
+    def _segment(self, req: tuple, chan: np.ndarray, lo: int, hi: int, cancel) -> None:
+        p = lo
+        while p < hi and not self.finished:
+            p = self._window_run(req, chan, p, hi, cancel)
+
+    def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
+        """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
+        return the first request not admitted."""
+        a, w, c, sr, rid = req
+        q = min(hi, p + self._window, self._bad)
+        idx = np.arange(p, q, dtype=np.int64)
+        adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), self.clock - p) + idx
+        end = int(adm[-1]) + 1
+        limit = self.master.options.limit
+        sel = [np.flatnonzero(chan[p:q] == i) for i in range(len(self.subs))]
+        saved: list = [None] * len(self.subs)
+
+        def run(i: int, until: int) -> int:
+            ix = sel[i]
+            return self.subs[i]._run(a[p + ix], w[p + ix], adm[ix], sr[p + ix], rid[p + ix],
+                                     False, until, None, cancel, until=until)
+
+        # channels that cannot refuse any of their window's requests run second, up to the
+        # earliest refusal of the others: no copy, no re-run (this matters when queues fill
+        # often and windows are short)
+        safe = [bool(sel[i].size) and self._cannot_refuse(i, w[p + sel[i]])
+                for i in range(len(self.subs))]
+
+        def first(i: int) -> bool:
+            """Run channel i's requests; True if each was taken when offered."""
+            if not sel[i].size or safe[i]:
+                # no request: left behind, it runs input-free up to its next one later (or
+                # to the cycle limit, or the run's end), as it would here
+                return True
+            saved[i] = self._save(i)
+            G = self.subs[i].s["G"]
+            lag0 = int(G[K.G_FRONT_LAG_SUM])
+            run(i, end)
+            due = int(np.count_nonzero(adm[sel[i]] < min(end, limit or end)))
+            return int(G[K.G_POS]) == due and int(G[K.G_FRONT_LAG_SUM]) == lag0
+        exact = all(self._each(first))
+        self.windows += 1
+        if not exact and q - p > 1:
+            # a queue refused a request: the window again, halved, from its start
+            if 2 * (q - p) >= self._cap:
+                self._cap = max(WINDOW_START // 2, self._cap // 2)
+            self._clean_at_cap = 0
+
+            def back(i: int) -> bool:
+                if saved[i] is None:
+                    return False
+                self._restore(i, saved[i])
+                return True
+            self.rollbacks += sum(self._each(back))
+            self._bad = q                       # a refusal is in [p, q): bisect
+            self._window = (q - p) // 2
+            return p
+        if any(safe):
+            # (a window of one request has no safe channel)
+            self._each(lambda i: run(i, end) if safe[i] else None)
+        if exact:
+            k = q - p
+            if self.finished:                   # the cycle limit, before `end`
+                k = int(np.searchsorted(adm, limit))
+                self._waiting = int(np.count_nonzero(c[p + k:hi] < limit))
+            self._lag += int((adm[:k] - c[p:p + k]).sum())
+            self._taken += k
+            if self.finished:
+                self._settle(cancel)
+                return hi
+            if self._bad < K.INF:               # bisecting: the refusal is in [q, bad)
+                if q >= self._bad:
+                    raise SimulationError(f"threaded run: requests {p}..{q - 1} of a chunk "
+                                          f"were refused once and not again")
+                self._window = max(1, (self._bad - q) // 2)
+                return q
+            if self._window >= self._cap:
+                self._clean_at_cap += 1
+                if self._clean_at_cap >= 4:
+                    self._cap = min(self._max_window, 2 * self._cap)
+                    self._clean_at_cap = 0
+            self._window = min(self._cap, 2 * self._window)
+            return q
+        # request p alone, refused when offered at adm[0]: its channel stopped at the end of
+        # that cycle (it ran to adm[0] + 1), the others have no request in the window
+        star = int(chan[p])
+        sub = self.subs[star]
+        self.refusals += 1
+        self._taken += 1
+        if self.refusals >= DENSE_REFUSALS and \
+                self._taken < DENSE_REQUESTS_PER_REFUSAL * self.refusals:
+            raise _DenseRefusals(f"{self.refusals} refusals in the first {self._taken} "
+                                 f"requests")
+        if not sub.finished:                    # until the controller takes request p
+            sub._run(a[p:p + 1], w[p:p + 1], adm[:1], sr[p:p + 1], rid[p:p + 1], False, 0,
+                     None, cancel)
+        if sub.finished:                        # the cycle limit came first
+            self._waiting = int(np.count_nonzero(c[p:hi] < limit))
+            self._settle(cancel)
+            return hi
+        self._lag += sub.clock - 1 - int(c[p])
+        self._window = WINDOW_MIN
+        self._bad = K.INF
+        return p + 1
+
+    def finish(self, cancel) -> None:
+        last = self.master._last_req
+        if self.master.options.phantom_eof_read and last is not None:
+            # DRAMsim3's extra READ of the last address: offered in that address's channel
+            ch = int(address.channel(self.cfg, np.array([last[0]], np.int64))[0])
+            self.subs[ch].P[K.P_PHANTOM_EOF] = 1
+        super().finish(cancel)
+        log.debug("threaded DRAMsim3-intake run: %d windows, %d refusals, %d channel "
+                  "rollbacks", self.windows, self.refusals, self.rollbacks)
+
+    def stats(self) -> "Stats":
+        self._merge()
+        m = self.master
+        m.s["G"][K.G_FRONT_LAG_SUM] = self._lag
+        m.requests_waiting = self._waiting
+        return m.stats()
+
+
 def _simulate_threaded(cfg, chunks: Iterable, options: SimOptions,
                        progress: ProgressFn | None,
-                       cancel: Callable[[], bool] | None) -> "Stats":
-    run = _ChannelThreads(cfg, options)
+                       cancel: Callable[[], bool] | None, runner: type | None = None
+                       ) -> "Stats":
+    if runner is None:
+        runner = _StreamThreads if options.intake == "dramsim3" else _ChannelThreads
+    run = runner(cfg, options)
     try:
         for ch in chunks:
             run.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, cancel)
@@ -1018,14 +1263,23 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
     options = options or SimOptions()
     paths = [traces] if isinstance(traces, (str, Path)) else list(traces)
     cap = None if options.wrap_addresses else getattr(cfg, "capacity_bytes", None)
-    if len(paths) == 1:
-        chunks: Iterable = iter_trace(paths[0], chunk_size=options.chunk_size,
-                                      capacity_bytes=cap, group=group)
-    else:
-        chunks = iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
-                             group=group)
+
+    def open_chunks() -> Iterable:
+        if len(paths) == 1:
+            return iter_trace(paths[0], chunk_size=options.chunk_size, capacity_bytes=cap,
+                              group=group)
+        return iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
+                           group=group)
+    chunks = open_chunks()
     if options.threads > 1 and cfg.channels > 1:
-        return _simulate_threaded(cfg, chunks, options, progress, cancel)
+        try:
+            return _simulate_threaded(cfg, chunks, options, progress, cancel)
+        except _DenseRefusals as e:
+            # the DRAMsim3 intake with queues full every few requests: one thread, from the
+            # start, is faster (the statistics are the same either way)
+            log.info("%s: --threads %d: %s (DRAMsim3 intake, full queues); simulated again "
+                     "in one thread", cfg.name, options.threads, e)
+            chunks = open_chunks()
     if options.threads > 1:
         options = dataclasses.replace(options, threads=1)     # one channel: one thread
     sim = Simulator(cfg, options)

@@ -1,5 +1,6 @@
-"""SimOptions(threads=N) / `simulate --threads N`: channels simulated in parallel under the
-per-channel intake, every statistic identical to the one-thread per-channel run.
+"""SimOptions(threads=N) / `simulate --threads N`: channels simulated in parallel, under the
+per-channel intake and under the DRAMsim3 intake (the default), every statistic identical to
+the one-thread run with the same intake.
 
 The traces are built to hit what couples channels in the one-state run: a backlogged channel
 (most requests to channel 0) so that the others wait for it at chunk boundaries (results
@@ -134,8 +135,8 @@ def test_threads_8_channel_hbm2(tmp_path):
 
 
 def test_threads_refused_where_not_exact(tmp_path):
-    with pytest.raises(SimulatorInputError, match="per-channel"):
-        SimOptions(threads=2)                           # DRAMsim3's intake: coupled
+    with pytest.raises(SimulatorInputError, match="command trace"):
+        SimOptions(threads=2, cmd_trace=tmp_path / "c.txt")
     with pytest.raises(SimulatorInputError, match="command trace"):
         SimOptions(threads=2, intake="per-channel", cmd_trace=tmp_path / "c.txt")
     with pytest.raises(SimulatorInputError, match="track_completions"):
@@ -156,22 +157,135 @@ def test_threads_one_channel_runs_one_thread(tmp_path):
     assert _same(one, two) == []
 
 
-def test_cli_threads(tmp_path, capsys):
+def _cli_stats(tmp_path, tr, *extra: str) -> list[dict]:
+    """`main.py simulate` on HBM2 with --threads 1 and 2: the two statistics JSONs."""
     import json
 
     import main
-    cfg = load_config("HBM2")
-    tr = _trace(tmp_path / "t.trace", cfg, 3000, 4, skew=0.5, per_cycle=3)
     outs = []
     for threads in ("1", "2"):
         out = tmp_path / f"s{threads}.json"
         assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out", str(out),
-                          "--intake", "per-channel", "--threads", threads]) == 0
+                          "--threads", threads, *extra]) == 0
         s = json.loads(out.read_text())
         for k in NOT_COMPARED:
             s.pop(k)
         outs.append(s)
-    assert outs[0] == outs[1]
-    assert main.main(["simulate", "--config", "HBM2", "--trace", str(tr), "--out",
-                      str(tmp_path / "x.json"), "--threads", "2"]) != 0
-    assert "per-channel" in capsys.readouterr().err
+    return outs
+
+
+def test_cli_threads(tmp_path):
+    tr = _trace(tmp_path / "t.trace", load_config("HBM2"), 3000, 4, skew=0.5, per_cycle=3)
+    one, two = _cli_stats(tmp_path, tr, "--intake", "per-channel")
+    assert one == two
+
+
+# ---- the DRAMsim3 intake: one in-order stream, a full queue stalls every channel ----------
+DRAMSIM3_CASES = CASES + [(0.9, 8, 0, False)]     # + nearly every request to channel 0
+
+
+@pytest.fixture
+def no_fallback(monkeypatch):
+    """The threaded method itself, however often queues refuse (no one-thread fallback)."""
+    import engine.simulator as sim
+    monkeypatch.setattr(sim, "DENSE_REFUSALS", 1 << 60)
+
+
+@pytest.mark.parametrize("nch", [2, 4])
+@pytest.mark.parametrize("case", range(len(DRAMSIM3_CASES)))
+def test_threads_dramsim3_intake_identical_to_one_thread(tmp_path, nch, case, no_fallback):
+    """Windows of optimistic admissions, a refused admission rolled back and resolved: the
+    traces fill the queues often (the front end lags), have 3M-cycle idle gaps, and blocks
+    of requests to one channel; the runs cut chunks, epochs and both cycle limits."""
+    cfg = load_config("DDR4-3200").replace(channels=nch)
+    skew, per_cycle, gap, blocks = DRAMSIM3_CASES[case]
+    tr = _trace(tmp_path / "t.trace", cfg, 9000, 50 * nch + case, skew=skew,
+                per_cycle=per_cycle, gap=gap, blocks=blocks)
+    for run in RUNS:
+        one = simulate_trace(cfg, tr, SimOptions(**run))
+        assert one.summary["num_reads_done"] > 0
+        if per_cycle >= 4 and "max_cycles" not in run:
+            assert one.summary["frontend_mean_lag_cycles"] > 10    # queues full: stalls
+        for threads in (2, 3) if nch == 2 else (2, 4, 7):
+            many = simulate_trace(cfg, tr, SimOptions(threads=threads, **run))
+            assert _same(one, many) == [], (run, threads)
+
+
+def _stream_run(cfg, tr, **kw):
+    """A threaded DRAMsim3-intake run, with its method's counters."""
+    from engine.simulator import _StreamThreads, _simulate_threaded
+    from engine.trace import iter_trace
+    seen = []
+
+    class Probe(_StreamThreads):
+        def stats(self):
+            seen.append((self.windows, self.refusals, self.rollbacks))
+            return super().stats()
+    opts = SimOptions(**kw)
+    stats = _simulate_threaded(cfg, iter_trace(tr, chunk_size=opts.chunk_size), opts, None,
+                               None, runner=Probe)
+    return stats, seen[0]
+
+
+def test_threads_dramsim3_refusals_rolled_back(tmp_path, no_fallback):
+    """The saturated trace exercises the refusal path (many refusals, channels restored);
+    a light one runs in windows without a refusal."""
+    cfg = load_config("DDR4-3200").replace(channels=4)
+    heavy = _trace(tmp_path / "h.trace", cfg, 6000, 11, skew=0.6, per_cycle=4)
+    rng = np.random.default_rng(12)
+    n = 6000                                    # one request every 40 cycles
+    light = tmp_path / "l.trace"
+    write_text(light, TraceChunk((rng.integers(0, 1 << 24, n) * 64).astype(np.uint64),
+                                 rng.random(n) < 0.4, np.arange(n, dtype=np.int64) * 40,
+                                 np.zeros(n, np.uint16)))
+    for tr, busy in ((heavy, True), (light, False)):
+        one = simulate_trace(cfg, tr, SimOptions(chunk_size=2000))
+        many, (windows, refusals, rollbacks) = _stream_run(cfg, tr, threads=2,
+                                                           chunk_size=2000)
+        assert _same(one, many) == []
+        assert windows >= 3
+        if busy:
+            assert refusals > 20 and rollbacks > 0
+        else:
+            assert refusals == 0 and one.summary["frontend_mean_lag_cycles"] == 0
+
+
+def test_threads_dramsim3_dense_refusals_fall_back_to_one_thread(tmp_path, caplog):
+    """Every request to one channel, faster than it serves them: a refusal every few
+    requests; the threaded run gives up (logged) and the one-thread run's statistics come."""
+    import logging
+    cfg = load_config("DDR4-3200").replace(channels=4)
+    tr = _trace(tmp_path / "t.trace", cfg, 6000, 13, skew=1.0, per_cycle=4)
+    one = simulate_trace(cfg, tr, SimOptions(epoch=3000))
+    with caplog.at_level(logging.INFO, logger="engine.simulator"):
+        many = simulate_trace(cfg, tr, SimOptions(epoch=3000, threads=2))
+    assert "simulated again in one thread" in caplog.text
+    assert _same(one, many) == []
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_threads_dramsim3_8_channel_hbm2(tmp_path, threads, no_fallback):
+    cfg = load_config("HBM2")
+    tr = _trace(tmp_path / "t.trace", cfg, 12000, 3, skew=0.4, per_cycle=3)
+    for kw in (dict(epoch=1000), dict(phantom_eof_read=True, chunk_size=5000),
+               dict(cycles=30_000, epoch=7000)):
+        one = simulate_trace(cfg, tr, SimOptions(**kw))
+        many = simulate_trace(cfg, tr, SimOptions(threads=threads, **kw))
+        assert _same(one, many) == [], kw
+
+
+def test_threads_dramsim3_long_idle_gap_skipped(tmp_path, no_fallback):
+    cfg = load_config("DDR4-3200").replace(channels=2)
+    tr = _trace(tmp_path / "t.trace", cfg, 3000, 9, skew=0.3, per_cycle=4, gap=400_000_000)
+    one = simulate_trace(cfg, tr, SimOptions(epoch=10**13))
+    two = simulate_trace(cfg, tr, SimOptions(epoch=10**13, threads=2))
+    assert one.summary["idle_cycles_skipped_in_closed_form"] > 0
+    assert two.summary["idle_cycles_skipped_in_closed_form"] > 0
+    assert _same(one, two) == []
+
+
+def test_cli_threads_dramsim3_intake(tmp_path, no_fallback):
+    tr = _trace(tmp_path / "t.trace", load_config("HBM2"), 3000, 4, skew=0.7, per_cycle=4)
+    one, two = _cli_stats(tmp_path, tr, "--max-cycles", "4000")
+    assert one["frontend_mean_lag_cycles"] > 0
+    assert one == two

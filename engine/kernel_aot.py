@@ -293,12 +293,14 @@ def _jit_runner(consts: tuple, state: tuple) -> RunFn:
 
 
 #: CPU seconds the library's kernel runs in a process (``auto``) before the simulators move to
-#: numba's kernel: a long run then pays numba's start-up (~0.45 CPU-s) once and gets numba's
-#: machine code, which was still up to ~6 % faster (best of 3) than the library's on the
-#: 1M-request DDR4 random trace (benchmarks/RESULTS.md, issue 17v), while a short run never
-#: imports numba. Both kernels work on the same state arrays, so a run may change kernel
-#: between two calls with identical results (tests/test_kernel_aot.py).
-JIT_AFTER_CPU_S = 1.0
+#: numba's kernel. Moving costs numba's start-up (~0.45-0.65 CPU-s: import and first dispatch)
+#: and buys numba's own machine code, measured within noise of the library's (0.94-1.03 best-of
+#: either way, benchmarks/RESULTS.md, issue 17v); at the best case seen for numba (~6 % faster)
+#: that start-up is repaid only after ~10 CPU-s, so runs shorter than that (the 1M-request
+#: benchmark traces take about 1) stay in the library and never import numba. Both kernels work
+#: on the same state arrays, so a run may change kernel between two calls with identical
+#: results (tests/test_kernel_aot.py).
+JIT_AFTER_CPU_S = 10.0
 _aot_cpu = [0.0]              # CPU seconds spent in the library's kernel by this process
 
 

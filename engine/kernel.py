@@ -1345,9 +1345,15 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                     RK[ch, r, RK_ACTIVE] += 1
                 else:
                     RK[ch, r, RK_IDLE] += 1
+            wdrain = CS[ch, CS_WDRAIN]
             if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
                                      cq, pr_head, pr_next,
                                      pr_addr, q_lb, b_state, b_row, b_timing, ch):
+                event = True
+            elif CS[ch, CS_WDRAIN] != wdrain:
+                # a write drain started or stopped without moving a transaction: DRAMsim3's
+                # next tick decides again (e.g. schedules a read once a drain has stopped for
+                # a pending read of the same line), so the next cycle is not idle
                 event = True
         # ---- 3. front end: one request a cycle, in order --------------------------------
         pos = G[G_POS]

@@ -472,8 +472,10 @@ def test_readback_hits_depend_on_the_output_lines_density():
 
 def test_readback_pattern_density_and_span_on_the_engine():
     """Spread lines drain slower from the write buffer than consecutive ones: on DDR4-3200 at
-    a span of about 60 lines, none of the read-backs hit with consecutive lines, over half
-    with lines 8 apart (measured 0.564)."""
+    a span of about 60 lines, none of the read-backs hit with consecutive lines, a quarter
+    with lines 8 apart (measured 0.249; 0.564 before the kernel counted a write drain that
+    stops without moving a transaction as an event: the idle jump then skipped the cycles in
+    which DRAMsim3's controller schedules the waiting read, 2026-12-03)."""
     from optimizer.dram_model import _readback_run, readback_pattern, readback_span
     addr, isw = readback_pattern(16, lines=64, density=0.125)
     lines = addr // 64
@@ -484,4 +486,4 @@ def test_readback_pattern_density_and_span_on_the_engine():
     import engine.config
     cfg = engine.config.load_config("DDR4-3200")
     assert _readback_run(cfg, 64, 0, 1.0)[0] == 0.0
-    assert _readback_run(cfg, 64, 0, 0.125)[0] > 0.5
+    assert 0.2 < _readback_run(cfg, 64, 0, 0.125)[0] < 0.3

@@ -983,12 +983,16 @@ def _refresh_due(P, CS, refq, ch):
 def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, cq, pr_head, pr_next, pr_addr, q_lb, b_state,
                           b_row, b_timing, ch):
     """Controller::ScheduleTransaction: move at most one transaction into a command queue.
+    True when the controller's state changed: a transaction moved, or a write drain started or
+    stopped without moving one (DRAMsim3's next tick then decides again, e.g. schedules the
+    read a stopped drain waited for, so the next cycle is not idle).
 
     Writes wait in the write buffer until it reaches the high watermark (DRAMsim3: full), or
     until it holds more than the low watermark (DRAMsim3: 8) while every command queue is
     empty; a drain then moves as many writes as the buffer held, one a cycle, reads waiting.
     """
     unified = P[P_UNIFIED] != 0
+    was = CS[ch, CS_WDRAIN]
     if CS[ch, CS_WDRAIN] == 0 and not unified:
         nw = tq_n[ch, 1]
         high = P[P_WR_HIGH] if P[P_WR_HIGH] > 0 else P[P_TQ_SIZE]
@@ -1011,7 +1015,7 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
     for attempt in range(2):
         # nothing can move until a command queue frees a slot or a new transaction arrives
         if CS[ch, CS_TQ_BLOCKED] == kind + 1:
-            return False
+            return CS[ch, CS_WDRAIN] != was
         for i in range(tq_n[ch, kind]):
             q = tq_q[ch, kind, i]
             if cq_n[ch, q] >= P[P_CQ_SIZE]:
@@ -1032,7 +1036,7 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
                         C[ch, C_RW_LIVELOCK_BREAKS] += 1
                         kind = 0
                         break
-                    return False
+                    return CS[ch, CS_WDRAIN] != was
                 CS[ch, CS_WDRAIN] -= 1
             k = cq_n[ch, q]
             if P[P_PAGE] == PAGE_CLOSE:
@@ -1076,8 +1080,8 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
             return True
         else:
             CS[ch, CS_TQ_BLOCKED] = kind + 1
-            return False
-    return False
+            return CS[ch, CS_WDRAIN] != was
+    return CS[ch, CS_WDRAIN] != was
 
 
 @njit(cache=True, _nrt=False)
@@ -1345,15 +1349,9 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                     RK[ch, r, RK_ACTIVE] += 1
                 else:
                     RK[ch, r, RK_IDLE] += 1
-            wdrain = CS[ch, CS_WDRAIN]
             if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
                                      cq, pr_head, pr_next,
                                      pr_addr, q_lb, b_state, b_row, b_timing, ch):
-                event = True
-            elif CS[ch, CS_WDRAIN] != wdrain:
-                # a write drain started or stopped without moving a transaction: DRAMsim3's
-                # next tick decides again (e.g. schedules a read once a drain has stopped for
-                # a pending read of the same line), so the next cycle is not idle
                 event = True
         # ---- 3. front end: one request a cycle, in order --------------------------------
         pos = G[G_POS]

@@ -90,10 +90,6 @@ class SimOptions:
             raise SimulatorInputError(f"SimOptions.threads = {t!r}: expected an integer from "
                                       f"1 to 1024")
         if t > 1:
-            if self.cmd_trace is not None:
-                raise SimulatorInputError(
-                    f"SimOptions: threads = {t} with a command trace is not supported (the "
-                    f"command log is written by one simulation state); use threads = 1")
             if self.track_completions:
                 raise SimulatorInputError(
                     f"SimOptions: threads = {t} with track_completions is not supported (the "
@@ -188,6 +184,7 @@ class Simulator:
         self._ff_period = self._idle_period() if (
             self.options.fast_idle and self.options.cmd_trace is None) else 0
         self._defer_finish = False       # a thread's part of a threaded run (_ChannelThreads)
+        self._log_channel: int | None = None   # ... and the channel it writes commands of
 
     # ---------------------------------------------------------------- state
     def _build_state(self) -> None:
@@ -690,6 +687,10 @@ class Simulator:
         n = int(G[K.G_NLOG])
         if n and self._cmd_files:
             rows = self.s["cmd_log"][:n]
+            if self._log_channel is not None:
+                # a one-channel part of a threaded run: its kernel numbers the channel 0
+                rows = rows.copy()
+                rows[rows[:, 2] >= 0, 2] = self._log_channel
             out: list[list[str]] = [[] for _ in self._cmd_files]
             for r in rows.tolist():
                 row = f"{r[6]:#x}" if r[6] >= 0 else "-0x1"
@@ -760,6 +761,18 @@ class Simulator:
             tmp.replace(path)
         self._cmd_files = []
 
+    def _log_commands_of(self, channel: int, path: Path) -> None:
+        """A threaded run's one-channel part: write the commands it simulates, as those of
+        `channel`, to that channel's command-trace file `path` (the state is cut already)."""
+        self.P[K.P_CMDLOG] = 1
+        self._set_state(self.state._replace(
+            cmd_log=np.zeros((CMD_LOG_ROWS, K.LOG_COLS), np.int64)))
+        self._ff_period = 0              # as in a one-state run with a command trace
+        self._log_channel = channel
+        self._cmd_paths = [Path(path)]
+        self._cmd_tmps = [self._cmd_paths[0].with_name(self._cmd_paths[0].name + ".part")]
+        self._cmd_files = [open(self._cmd_tmps[0], "w", encoding="ascii")]
+
     def _check_open(self) -> None:
         if self._closed:
             raise DiffMemError("this Simulator is closed: start a new one")
@@ -800,10 +813,15 @@ class _ChannelThreads:
     the queues can hold."""
 
     def __init__(self, cfg, options: SimOptions) -> None:
-        one = dataclasses.replace(options, threads=1)
+        # the command trace, if any, is written by the channels' Simulators, one file each
+        one = dataclasses.replace(options, threads=1, cmd_trace=None)
         self.cfg = cfg
         self.master = Simulator(cfg, one)        # input checks, segmenting, merged stats
         nch = cfg.channels
+        logs = (cmd_trace_paths(options.cmd_trace, nch) if options.cmd_trace is not None
+                else None)
+        if logs is not None:
+            self.master._ff_period = 0           # (no closed-form idle skip with a trace)
         glob = {"G", "comp_out", "cmd_log", "scratch"} | {
             k for k in self.master.s if k.startswith("ring_")}
         self.per_channel = [k for k in self.master.s if k not in glob]
@@ -814,6 +832,8 @@ class _ChannelThreads:
                 k: np.ascontiguousarray(sub.s[k][ch:ch + 1]) for k in self.per_channel}))
             sub.P[K.P_CHANNELS] = 1
             sub.P[K.P_CH_MASK] = 0
+            if logs is not None:
+                sub._log_commands_of(ch, logs[ch])
             sub._epoch_base = sub._snapshot()
             sub._defer_finish = True
             self.subs.append(sub)
@@ -823,6 +843,12 @@ class _ChannelThreads:
 
     def _each(self, fn) -> list:
         return list(self.pool.map(fn, range(len(self.subs))))
+
+    def _check_cancel(self, cancel) -> None:
+        """Between parallel steps (a segment, a window): the channels' threads check the
+        flag only where a one-state run does (epoch ends), which may be far apart."""
+        if cancel is not None and cancel():
+            raise SimulationCancelled(f"simulation cancelled at cycle {self.clock}")
 
     @property
     def clock(self) -> int:
@@ -871,6 +897,7 @@ class _ChannelThreads:
                 self._advance(int(c[lo]), cancel)
                 if self.finished:
                     return
+            self._check_cancel(cancel)
             self._segment((a, w, c, sr, rid), chan, lo, hi, cancel)
             if self.finished:
                 return
@@ -1045,8 +1072,12 @@ class _StreamThreads(_ChannelThreads):
         self._clean_at_cap = 0
         # each channel's copy of its arrays at a window's start, allocated once (a fresh
         # allocation per window costs page faults: ~10x the copy itself)
+        # (the command log and the completion buffer are emptied after every kernel call,
+        # so they hold nothing at a window's start)
         self._bufs = [{k: np.empty_like(v) for k, v in sub.s.items()
-                       if self._copy_rings or not k.startswith("ring_")} for sub in self.subs]
+                       if k not in ("cmd_log", "comp_out")
+                       and (self._copy_rings or not k.startswith("ring_"))}
+                      for sub in self.subs]
         self._lag = 0                           # sum of (admission - arrival)
         self._taken = 0                         # requests admitted so far
         self._bad = K.INF                       # a refusal is known before this request
@@ -1062,16 +1093,20 @@ class _StreamThreads(_ChannelThreads):
         sub, arrays = self.subs[i], self._bufs[i]
         for k, v in arrays.items():
             np.copyto(v, sub.s[k])
-        return arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs)
+        return (arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs),
+                [f.tell() for f in sub._cmd_files])
 
     def _restore(self, i: int, saved: tuple) -> None:
-        arrays, attrs, n_epochs = saved
+        arrays, attrs, n_epochs, log_ends = saved
         sub = self.subs[i]
         for k, v in arrays.items():
             sub.s[k][...] = v
         for n, v in attrs.items():
             setattr(sub, n, v)
         del sub.epochs[n_epochs:]
+        for f, end in zip(sub._cmd_files, log_ends):    # the commands of the window go
+            f.seek(end)
+            f.truncate()
 
     def _cannot_refuse(self, i: int, is_write: np.ndarray) -> bool:
         """Channel i's controller takes each of these requests (its next ones) whenever they
@@ -1101,6 +1136,7 @@ class _StreamThreads(_ChannelThreads):
         p = lo
         while p < hi and not self.finished:
             p = self._window_run(req, chan, p, hi, cancel)
+            self._check_cancel(cancel)
 
     def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;

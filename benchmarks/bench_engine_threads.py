@@ -52,17 +52,21 @@ if threads > 1:
     span = [0.0]
 
     class Probe(base):
-        def _each(self, fn):
+        def _each(self, fn, which=None):
+            todo = list(range(len(self.subs))) if which is None else list(which)
             def timed(i):
                 t0 = time.thread_time()
                 r = fn(i)
                 return r, time.thread_time() - t0
-            out = list(self.pool.map(timed, range(len(self.subs))))
-            free = [0.0] * min(threads, len(self.subs))
+            out = list(self.pool.map(timed, todo))
+            free = [0.0] * max(1, min(threads, len(todo)))
             for _, d in out:
                 free[free.index(min(free))] += d
             span[0] += max(free)
-            return [r for r, _ in out]
+            res = [None] * len(self.subs)
+            for i, (r, _) in zip(todo, out):
+                res[i] = r
+            return res
     m0 = time.thread_time()
     try:
         S._simulate_threaded(cfg, iter_trace(sys.argv[3], chunk_size=opts.chunk_size), opts,

@@ -52,6 +52,9 @@ FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast
 # threads under the DRAMsim3 intake (_StreamThreads): requests per optimistic window, least,
 # first and most (the most also bounds what a window pushes into the completion rings)
 WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
+# ... a refusal after this many requests without one starts a burst; and the cost of a copy of
+# one channel's state at a window's start, in requests simulated (~100 us against ~1 us, HBM2)
+WINDOW_BURST, WINDOW_COPY_COST = 1024, 100
 # ... and when it gives up for one thread: at more than DENSE_REFUSALS refusals beyond one
 # per DENSE_REQUESTS_PER_REFUSAL requests (each costs 1-3 ms of the critical path, about what
 # 2 threads save on 5,000 requests; the allowance lets a burst pass: the mixed benchmark
@@ -1047,6 +1050,11 @@ class _DenseRefusals(Exception):
 
 # the latency histograms (each bin count of one counter: its sum), copied in part
 _HISTOGRAMS = {"hist_r": K.C_READS_DONE, "hist_w": K.C_WRITE_LAT_N}
+# the pending-request maps' slot arrays (slot i: next in its chain or the free list, line,
+# cycle added, request id), copied in part: slots never taken are as built (next i + 1, the
+# rest 0), and a slot once taken has its cycle added >= 1 for good
+_MAPS = {m: tuple(m + f for f in ("_next", "_addr", "_added", "_id")) for m in ("pr", "pw")}
+_MAP_ARRAYS = {k for ks in _MAPS.values() for k in ks}
 # a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
@@ -1096,19 +1104,19 @@ class _StreamThreads(_ChannelThreads):
         self._copy_rings = room < WINDOW_MIN
         self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
         self._window = min(WINDOW_START, self._max_window)
-        # windows grow up to _cap: halved when a refusal ends a window of at least half of
-        # it (refusals come in bursts; a long window that meets one is mostly re-run), doubled
-        # after 4 windows of _cap without one
-        self._cap = self._max_window
-        self._clean_at_cap = 0
+        # windows double while nothing is refused, up to _cap(); after a refusal they start
+        # again from WINDOW_MIN (refusals come in bursts)
+        self._gap: int | None = None            # requests between bursts of refusals
+        self._since = 0                         # requests admitted since the last refusal
         # each channel's state arrays that a window's copy takes, as views of one block: the
         # copy is one memcpy (array by array, 40 of them, it cost 2-3x more). Not in it: the
         # histograms (copied in part, see _save), the rings (above), and the command log and
         # completion buffer (emptied after every kernel call: empty at a window's start)
         self._blocks: list[np.ndarray] = []
         for sub in self.subs:
-            keep = [k for k in sub.s if k not in ("cmd_log", "comp_out")
-                    and k not in _HISTOGRAMS and (self._copy_rings or not k.startswith("ring_"))]
+            keep = [k for k in sub.s if k not in ("cmd_log", "comp_out") and k not in
+                    _HISTOGRAMS and k not in _MAP_ARRAYS
+                    and (self._copy_rings or not k.startswith("ring_"))]
             block = np.empty(sum(sub.s[k].size for k in keep), np.int64)
             views, o = {}, 0
             for k in keep:
@@ -1121,8 +1129,9 @@ class _StreamThreads(_ChannelThreads):
         # the copies at a window's start, allocated once (a fresh allocation per window
         # costs page faults: ~10x the copy itself)
         self._bufs = [{"block": np.empty_like(b), **{k: np.empty_like(sub.s[k])
-                                                      for k in _HISTOGRAMS}}
+                                                      for k in (*_HISTOGRAMS, *_MAP_ARRAYS)}}
                       for b, sub in zip(self._blocks, self.subs)]
+        self._map_top = [dict.fromkeys(_MAPS, 1) for _ in self.subs]     # slots copied
         self._ckpts: list[dict[str, np.ndarray] | None] = [None] * len(self.subs)
         self._hist_top = [dict.fromkeys(_HISTOGRAMS, 1) for _ in self.subs]   # bins copied
         self._lag = 0                           # sum of (admission - arrival)
@@ -1145,9 +1154,12 @@ class _StreamThreads(_ChannelThreads):
         """Channel i's state copied into `arrays`: what _restore puts back.
 
         Of a latency histogram only the bins up to its highest non-empty one are copied
-        (half the bytes of a copy were two histograms of 32,768 bins, nearly all empty):
+        (two histograms of 32,768 bins, nearly all empty, were 60 % of a copy's bytes):
         the bins below `top` hold every count (the histogram's total, its counter in C,
-        equals their sum), so the bins from `top` on are all zero."""
+        equals their sum), so the bins from `top` on are all zero. Of a pending-request
+        map's slots (4,256 on HBM2, 30 % of the bytes) only those up to the highest ever
+        taken: the others are as built, and _restore builds them again if a slot among
+        them was taken since."""
         sub = self.subs[i]
         np.copyto(arrays["block"], self._blocks[i])
         tops = []
@@ -1159,6 +1171,16 @@ class _StreamThreads(_ChannelThreads):
                 top = min(h.size, int(np.flatnonzero(h)[-1]) + 1 + 1024)
                 self._hist_top[i][k] = top
             arrays[k][0, :top] = h[:top]
+            tops.append(top)
+        for m, names in _MAPS.items():
+            added = sub.s[names[2]][0]
+            top = self._map_top[i][m]
+            if added[top:].any():
+                # (with room above: the slots just above the highest taken are as built)
+                top = min(added.size, int(np.flatnonzero(added)[-1]) + 1 + 256)
+                self._map_top[i][m] = top
+            for k in names:
+                arrays[k][0, :top] = sub.s[k][0, :top]
             tops.append(top)
         return (arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs),
                 [f.tell() for f in sub._cmd_files], tops)
@@ -1172,6 +1194,14 @@ class _StreamThreads(_ChannelThreads):
             if int(sub.s["C"][0, counter]) != int(h[:top].sum()):
                 h[top:] = 0
             h[:top] = arrays[k][0, :top]
+        for (m, names), top in zip(_MAPS.items(), tops[len(_HISTOGRAMS):]):
+            nxt, addr, added, rid = (sub.s[k][0] for k in names)
+            if added[top:].any():               # slots taken since the copy, first time
+                nxt[top:] = np.arange(top + 1, nxt.size + 1)
+                nxt[-1] = -1
+                addr[top:] = added[top:] = rid[top:] = 0
+            for k in names:
+                sub.s[k][0, :top] = arrays[k][0, :top]
         self._blocks[i][...] = arrays["block"]
         for n, v in attrs.items():
             setattr(sub, n, v)
@@ -1268,12 +1298,8 @@ class _StreamThreads(_ChannelThreads):
             if self.finished:
                 self._settle(cancel)
                 return hi
-            if self._window >= self._cap:
-                self._clean_at_cap += 1
-                if self._clean_at_cap >= 4:
-                    self._cap = min(self._max_window, 2 * self._cap)
-                    self._clean_at_cap = 0
-            self._window = min(self._cap, 2 * self._window)
+            self._since += k
+            self._window = min(self._cap(), 2 * self._window)
             return q
         # a queue refused a request offered at its admission. Before the first refused
         # request, j, every admission was right; from j on they are all later. Each channel
@@ -1281,9 +1307,6 @@ class _StreamThreads(_ChannelThreads):
         # its requests, keeping the state after every prefix taken on time), j is the
         # earliest of these, and every other channel goes back to the window's start and
         # runs its requests before j (their admissions were right).
-        if 2 * (q - p) >= self._cap:
-            self._cap = max(WINDOW_START // 2, self._cap // 2)
-        self._clean_at_cap = 0
         found = [f for f in self._each(lambda i: self._first_refused(
             i, sel[i][adm[sel[i]] < cut], saved[i], on_time), late) if f is not None]
         j = min(f for f, _ in found)
@@ -1324,7 +1347,24 @@ class _StreamThreads(_ChannelThreads):
                                   f"and not again")
         self._lag += sub.clock - 1 - int(c[p])
         self._window = WINDOW_MIN
+        since = self._since + j
+        if since >= WINDOW_BURST:               # the first refusal of a burst
+            self._gap = since if self._gap is None else (self._gap + since) // 2
+        self._since = 0
         return p + 1
+
+    def _cap(self) -> int:
+        """The longest window now. A refused window's first run is lost (the channels run
+        it again up to the refusal): on average about the window's length in requests; a
+        window costs a copy of every channel, about WINDOW_COPY_COST requests' simulation
+        each. Over a stretch of g requests between bursts of refusals, windows of length w
+        lose about w + g / w * copies, least at w = sqrt(g * copies): g is estimated from
+        the stretches so far (or this one, once longer)."""
+        if self._gap is None:
+            return self._max_window
+        g = max(self._gap, self._since)
+        w = math.isqrt(WINDOW_COPY_COST * len(self.subs) * g)
+        return min(self._max_window, max(WINDOW_MIN, w))
 
     def _first_refused(self, i: int, ix: np.ndarray, start: tuple, on_time
                        ) -> tuple[int, int]:

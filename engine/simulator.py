@@ -55,11 +55,11 @@ WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
 # ... a refusal after this many requests without one starts a burst; and the cost of a copy of
 # one channel's state at a window's start, in requests simulated (~100 us against ~1 us, HBM2)
 WINDOW_BURST, WINDOW_COPY_COST = 1024, 100
-# ... and when it gives up for one thread: at more than DENSE_REFUSALS refusals beyond one
-# per DENSE_REQUESTS_PER_REFUSAL requests (each costs 1-3 ms of the critical path, about what
-# 2 threads save on 5,000 requests; the allowance lets a burst pass: the mixed benchmark
-# trace meets 77 refusals in its first 4,200 requests and 58 in the rest of its million)
-DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 128, 5_000
+# ... and the refusal rate at which it gives up for one thread, checked from the
+# DENSE_REFUSALS-th refusal on (each refusal costs a few ms of CPU, ~1 ms of the critical
+# path; on the mixed benchmark trace, 1 refusal per 7,400 requests, kept threaded it gained
+# 1.05x on idle cores for 60 % more CPU: RESULTS.md, issue 17r)
+DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
@@ -1333,7 +1333,8 @@ class _StreamThreads(_ChannelThreads):
         sub = self.subs[star]
         self.refusals += 1
         self._taken += 1
-        if self.refusals > DENSE_REFUSALS + self._taken // DENSE_REQUESTS_PER_REFUSAL:
+        if self.refusals >= DENSE_REFUSALS and \
+                self._taken < DENSE_REQUESTS_PER_REFUSAL * self.refusals:
             raise _DenseRefusals(f"{self.refusals} refusals in the first {self._taken} "
                                  f"requests")
         sub._run(a[p:p + 1], w[p:p + 1], adm[j:j + 1], sr[p:p + 1], rid[p:p + 1], False, 0,

@@ -663,7 +663,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "channel, a full queue holding back only its channel (a GPU crossbar)")
     p.add_argument("--threads", type=_positive_int, default=1, metavar="N",
                    help="simulate the channels in N threads, under either intake "
-                        "(statistics identical to 1 thread; not with --cmd-trace)")
+                        "(statistics and command traces identical to 1 thread)")
     p.add_argument("--scheduler", choices=SCHEDULER_CHOICES,
                    help="override the config's command scheduler")
     p.add_argument("--page-policy", choices=PAGE_POLICY_CHOICES,

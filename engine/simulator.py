@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -51,8 +52,13 @@ FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast
 # threads under the DRAMsim3 intake (_StreamThreads): requests per optimistic window, least,
 # first and most (the most also bounds what a window pushes into the completion rings)
 WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
-# ... and the refusal rate at which it gives up for one thread (each refusal costs a
-# synchronisation of every channel, a few ms: more than a thread saves on the requests between)
+# ... a refusal after this many requests without one starts a burst; and the cost of a copy of
+# one channel's state at a window's start, in requests simulated (~100 us against ~1 us, HBM2)
+WINDOW_BURST, WINDOW_COPY_COST = 1024, 100
+# ... and the refusal rate at which it gives up for one thread, checked from the
+# DENSE_REFUSALS-th refusal on (each refusal costs a few ms of CPU, ~1 ms of the critical
+# path; on the mixed benchmark trace, 1 refusal per 7,400 requests, kept threaded it gained
+# 1.05x on idle cores for 60 % more CPU: RESULTS.md, issue 17r)
 DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
@@ -90,10 +96,6 @@ class SimOptions:
             raise SimulatorInputError(f"SimOptions.threads = {t!r}: expected an integer from "
                                       f"1 to 1024")
         if t > 1:
-            if self.cmd_trace is not None:
-                raise SimulatorInputError(
-                    f"SimOptions: threads = {t} with a command trace is not supported (the "
-                    f"command log is written by one simulation state); use threads = 1")
             if self.track_completions:
                 raise SimulatorInputError(
                     f"SimOptions: threads = {t} with track_completions is not supported (the "
@@ -188,6 +190,7 @@ class Simulator:
         self._ff_period = self._idle_period() if (
             self.options.fast_idle and self.options.cmd_trace is None) else 0
         self._defer_finish = False       # a thread's part of a threaded run (_ChannelThreads)
+        self._log_channel: int | None = None   # ... and the channel it writes commands of
 
     # ---------------------------------------------------------------- state
     def _build_state(self) -> None:
@@ -690,6 +693,10 @@ class Simulator:
         n = int(G[K.G_NLOG])
         if n and self._cmd_files:
             rows = self.s["cmd_log"][:n]
+            if self._log_channel is not None:
+                # a one-channel part of a threaded run: its kernel numbers the channel 0
+                rows = rows.copy()
+                rows[rows[:, 2] >= 0, 2] = self._log_channel
             out: list[list[str]] = [[] for _ in self._cmd_files]
             for r in rows.tolist():
                 row = f"{r[6]:#x}" if r[6] >= 0 else "-0x1"
@@ -760,6 +767,18 @@ class Simulator:
             tmp.replace(path)
         self._cmd_files = []
 
+    def _log_commands_of(self, channel: int, path: Path) -> None:
+        """A threaded run's one-channel part: write the commands it simulates, as those of
+        `channel`, to that channel's command-trace file `path` (the state is cut already)."""
+        self.P[K.P_CMDLOG] = 1
+        self._set_state(self.state._replace(
+            cmd_log=np.zeros((CMD_LOG_ROWS, K.LOG_COLS), np.int64)))
+        self._ff_period = 0              # as in a one-state run with a command trace
+        self._log_channel = channel
+        self._cmd_paths = [Path(path)]
+        self._cmd_tmps = [self._cmd_paths[0].with_name(self._cmd_paths[0].name + ".part")]
+        self._cmd_files = [open(self._cmd_tmps[0], "w", encoding="ascii")]
+
     def _check_open(self) -> None:
         if self._closed:
             raise DiffMemError("this Simulator is closed: start a new one")
@@ -800,10 +819,15 @@ class _ChannelThreads:
     the queues can hold."""
 
     def __init__(self, cfg, options: SimOptions) -> None:
-        one = dataclasses.replace(options, threads=1)
+        # the command trace, if any, is written by the channels' Simulators, one file each
+        one = dataclasses.replace(options, threads=1, cmd_trace=None)
         self.cfg = cfg
         self.master = Simulator(cfg, one)        # input checks, segmenting, merged stats
         nch = cfg.channels
+        logs = (cmd_trace_paths(options.cmd_trace, nch) if options.cmd_trace is not None
+                else None)
+        if logs is not None:
+            self.master._ff_period = 0           # (no closed-form idle skip with a trace)
         glob = {"G", "comp_out", "cmd_log", "scratch"} | {
             k for k in self.master.s if k.startswith("ring_")}
         self.per_channel = [k for k in self.master.s if k not in glob]
@@ -814,15 +838,44 @@ class _ChannelThreads:
                 k: np.ascontiguousarray(sub.s[k][ch:ch + 1]) for k in self.per_channel}))
             sub.P[K.P_CHANNELS] = 1
             sub.P[K.P_CH_MASK] = 0
+            if logs is not None:
+                sub._log_commands_of(ch, logs[ch])
             sub._epoch_base = sub._snapshot()
             sub._defer_finish = True
             self.subs.append(sub)
         from concurrent.futures import ThreadPoolExecutor
-        self.pool = ThreadPoolExecutor(min(int(options.threads), nch),
-                                       thread_name_prefix="diffmem-ch")
+        self.threads = min(int(options.threads), nch)
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")
 
-    def _each(self, fn) -> list:
-        return list(self.pool.map(fn, range(len(self.subs))))
+    def _each(self, fn, which: Sequence[int] | None = None) -> list:
+        """fn(i) for every channel i (or those in `which`, the others' results None), in
+        the pool: one task per thread, each taking the next channel when it is free (a task
+        per channel cost ~20 us of the main thread's time each); one channel runs here."""
+        n = len(self.subs)
+        todo = list(range(n)) if which is None else list(which)
+        out: list = [None] * n
+        if len(todo) == 1:
+            out[todo[0]] = fn(todo[0])
+            return out
+        nxt = iter(todo)
+        lock = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with lock:
+                    i = next(nxt, None)
+                if i is None:
+                    return
+                out[i] = fn(i)
+        for f in [self.pool.submit(work) for _ in range(min(self.threads, len(todo)))]:
+            f.result()
+        return out
+
+    def _check_cancel(self, cancel) -> None:
+        """Between parallel steps (a segment, a window): the channels' threads check the
+        flag only where a one-state run does (epoch ends), which may be far apart."""
+        if cancel is not None and cancel():
+            raise SimulationCancelled(f"simulation cancelled at cycle {self.clock}")
 
     @property
     def clock(self) -> int:
@@ -871,6 +924,7 @@ class _ChannelThreads:
                 self._advance(int(c[lo]), cancel)
                 if self.finished:
                     return
+            self._check_cancel(cancel)
             self._segment((a, w, c, sr, rid), chan, lo, hi, cancel)
             if self.finished:
                 return
@@ -994,6 +1048,13 @@ class _DenseRefusals(Exception):
     """A threaded DRAMsim3-intake run met full queues too often to gain from threads."""
 
 
+# the latency histograms (each bin count of one counter: its sum), copied in part
+_HISTOGRAMS = {"hist_r": K.C_READS_DONE, "hist_w": K.C_WRITE_LAT_N}
+# the pending-request maps' slot arrays (slot i: next in its chain or the free list, line,
+# cycle added, request id), copied in part: slots never taken are as built (next i + 1, the
+# rest 0), and a slot once taken has its cycle added >= 1 for good
+_MAPS = {m: tuple(m + f for f in ("_next", "_addr", "_added", "_id")) for m in ("pr", "pw")}
+_MAP_ARRAYS = {k for ks in _MAPS.values() for k in ks}
 # a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
@@ -1012,10 +1073,14 @@ class _StreamThreads(_ChannelThreads):
     a_{i-1} + 1), are given to each channel as its requests' arrival cycles, and the
     channels run in parallel to the cycle after the window's last admission. A channel
     took every request when offered iff its front-end lag (admission - given arrival) did
-    not grow and it took all that were due; then the window's schedule was the one-state
-    run's. Otherwise every channel is put back to its state at the window's start (copied
-    then: plain arrays) and the window is run again halved, until a window of one request
-    that its channel refuses: that channel alone then runs on until it takes it (at a*),
+    not grow and it took all that were due; if every channel did, the window's schedule was
+    the one-state run's. Otherwise, before the first refused request j every admission was
+    right and from j on all are later: each channel that refused one finds its first, in
+    parallel, by bisecting its own requests from its copy of the window's start (plain
+    arrays, one block; the state after every prefix taken on time is kept, so the search
+    runs each request about once); j is the earliest of these; its channel stays at its
+    state before j and every other channel goes back to the window's start and runs its
+    requests before j. Request j's channel alone then runs on until it takes it (at a*),
     and the next window starts with the next request, at a* + 1 at the earliest (the other
     channels, behind, run input-free up to their next request, as in the one-state run).
     The kernel is not changed for this (a refusal report inside its loop made every run
@@ -1024,7 +1089,8 @@ class _StreamThreads(_ChannelThreads):
     copy. Windows shrink after a refusal and grow while there is none. The completion
     rings are not copied: a window of at most `_max_window` requests pushes fewer entries
     into them than they hold beside the entries in flight, so restoring their indices (in
-    G) restores them.
+    G) restores them. Where refusals come too often for threads to gain, the run gives up
+    (_DenseRefusals) and simulate_trace starts again in one thread.
 
     The channels see admission cycles as arrivals, so the front-end lag and the requests
     waiting at a cycle limit are counted here, from the true arrivals."""
@@ -1038,18 +1104,38 @@ class _StreamThreads(_ChannelThreads):
         self._copy_rings = room < WINDOW_MIN
         self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
         self._window = min(WINDOW_START, self._max_window)
-        # windows grow up to _cap: halved when a refusal ends a window of at least half of
-        # it (refusals come in bursts; a long window that meets one is mostly re-run), doubled
-        # after 4 windows of _cap without one
-        self._cap = self._max_window
-        self._clean_at_cap = 0
-        # each channel's copy of its arrays at a window's start, allocated once (a fresh
-        # allocation per window costs page faults: ~10x the copy itself)
-        self._bufs = [{k: np.empty_like(v) for k, v in sub.s.items()
-                       if self._copy_rings or not k.startswith("ring_")} for sub in self.subs]
+        # windows double while nothing is refused, up to _cap(); after a refusal they start
+        # again from WINDOW_MIN (refusals come in bursts)
+        self._gap: int | None = None            # requests between bursts of refusals
+        self._since = 0                         # requests admitted since the last refusal
+        # each channel's state arrays that a window's copy takes, as views of one block: the
+        # copy is one memcpy (array by array, 40 of them, it cost 2-3x more). Not in it: the
+        # histograms (copied in part, see _save), the rings (above), and the command log and
+        # completion buffer (emptied after every kernel call: empty at a window's start)
+        self._blocks: list[np.ndarray] = []
+        for sub in self.subs:
+            keep = [k for k in sub.s if k not in ("cmd_log", "comp_out") and k not in
+                    _HISTOGRAMS and k not in _MAP_ARRAYS
+                    and (self._copy_rings or not k.startswith("ring_"))]
+            block = np.empty(sum(sub.s[k].size for k in keep), np.int64)
+            views, o = {}, 0
+            for k in keep:
+                v = sub.s[k]
+                views[k] = block[o:o + v.size].reshape(v.shape)
+                views[k][...] = v
+                o += v.size
+            sub._set_state(sub.state._replace(**views))
+            self._blocks.append(block)
+        # the copies at a window's start, allocated once (a fresh allocation per window
+        # costs page faults: ~10x the copy itself)
+        self._bufs = [{"block": np.empty_like(b), **{k: np.empty_like(sub.s[k])
+                                                      for k in (*_HISTOGRAMS, *_MAP_ARRAYS)}}
+                      for b, sub in zip(self._blocks, self.subs)]
+        self._map_top = [dict.fromkeys(_MAPS, 1) for _ in self.subs]     # slots copied
+        self._ckpts: list[dict[str, np.ndarray] | None] = [None] * len(self.subs)
+        self._hist_top = [dict.fromkeys(_HISTOGRAMS, 1) for _ in self.subs]   # bins copied
         self._lag = 0                           # sum of (admission - arrival)
         self._taken = 0                         # requests admitted so far
-        self._bad = K.INF                       # a refusal is known before this request
         self._waiting = 0                       # requests_waiting at a cycle limit
         self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
 
@@ -1058,20 +1144,71 @@ class _StreamThreads(_ChannelThreads):
         """The first cycle at which the front end can offer the next request."""
         return max(s.clock for s in self.subs)
 
-    def _save(self, i: int) -> tuple:
-        sub, arrays = self.subs[i], self._bufs[i]
-        for k, v in arrays.items():
-            np.copyto(v, sub.s[k])
-        return arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs)
+    def _ckpt(self, i: int) -> dict[str, np.ndarray]:
+        """Channel i's second set of buffers (the bisection's latest state taken on time)."""
+        if self._ckpts[i] is None:
+            self._ckpts[i] = {k: np.empty_like(v) for k, v in self._bufs[i].items()}
+        return self._ckpts[i]
+
+    def _save(self, i: int, arrays: dict[str, np.ndarray]) -> tuple:
+        """Channel i's state copied into `arrays`: what _restore puts back.
+
+        Of a latency histogram only the bins up to its highest non-empty one are copied
+        (two histograms of 32,768 bins, nearly all empty, were 60 % of a copy's bytes):
+        the bins below `top` hold every count (the histogram's total, its counter in C,
+        equals their sum), so the bins from `top` on are all zero. Of a pending-request
+        map's slots (4,256 on HBM2, 30 % of the bytes) only those up to the highest ever
+        taken: the others are as built, and _restore builds them again if a slot among
+        them was taken since."""
+        sub = self.subs[i]
+        np.copyto(arrays["block"], self._blocks[i])
+        tops = []
+        for k, counter in _HISTOGRAMS.items():
+            h = sub.s[k][0]
+            top = self._hist_top[i][k]
+            if int(h[:top].sum()) != int(sub.s["C"][0, counter]):
+                # (with room above: the bins just above the highest count are zero too)
+                top = min(h.size, int(np.flatnonzero(h)[-1]) + 1 + 1024)
+                self._hist_top[i][k] = top
+            arrays[k][0, :top] = h[:top]
+            tops.append(top)
+        for m, names in _MAPS.items():
+            added = sub.s[names[2]][0]
+            top = self._map_top[i][m]
+            if added[top:].any():
+                # (with room above: the slots just above the highest taken are as built)
+                top = min(added.size, int(np.flatnonzero(added)[-1]) + 1 + 256)
+                self._map_top[i][m] = top
+            for k in names:
+                arrays[k][0, :top] = sub.s[k][0, :top]
+            tops.append(top)
+        return (arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs),
+                [f.tell() for f in sub._cmd_files], tops)
 
     def _restore(self, i: int, saved: tuple) -> None:
-        arrays, attrs, n_epochs = saved
+        arrays, attrs, n_epochs, log_ends, tops = saved
         sub = self.subs[i]
-        for k, v in arrays.items():
-            sub.s[k][...] = v
+        for (k, counter), top in zip(_HISTOGRAMS.items(), tops):
+            h = sub.s[k][0]
+            # counts added since the copy beyond its bins: there the copy had zeros
+            if int(sub.s["C"][0, counter]) != int(h[:top].sum()):
+                h[top:] = 0
+            h[:top] = arrays[k][0, :top]
+        for (m, names), top in zip(_MAPS.items(), tops[len(_HISTOGRAMS):]):
+            nxt, addr, added, rid = (sub.s[k][0] for k in names)
+            if added[top:].any():               # slots taken since the copy, first time
+                nxt[top:] = np.arange(top + 1, nxt.size + 1)
+                nxt[-1] = -1
+                addr[top:] = added[top:] = rid[top:] = 0
+            for k in names:
+                sub.s[k][0, :top] = arrays[k][0, :top]
+        self._blocks[i][...] = arrays["block"]
         for n, v in attrs.items():
             setattr(sub, n, v)
         del sub.epochs[n_epochs:]
+        for f, end in zip(sub._cmd_files, log_ends):    # the commands of the window go
+            f.seek(end)
+            f.truncate()
 
     def _cannot_refuse(self, i: int, is_write: np.ndarray) -> bool:
         """Channel i's controller takes each of these requests (its next ones) whenever they
@@ -1101,63 +1238,57 @@ class _StreamThreads(_ChannelThreads):
         p = lo
         while p < hi and not self.finished:
             p = self._window_run(req, chan, p, hi, cancel)
+            self._check_cancel(cancel)
 
     def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
         return the first request not admitted."""
         a, w, c, sr, rid = req
-        q = min(hi, p + self._window, self._bad)
+        q = min(hi, p + self._window)
         idx = np.arange(p, q, dtype=np.int64)
+        # the admissions if no queue refuses (offsets into the window from here on)
         adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), self.clock - p) + idx
         end = int(adm[-1]) + 1
         limit = self.master.options.limit
-        sel = [np.flatnonzero(chan[p:q] == i) for i in range(len(self.subs))]
-        saved: list = [None] * len(self.subs)
+        cut = end if limit is None else min(end, int(limit))   # offered before the limit
+        nsub = len(self.subs)
+        # each channel's requests (offsets, in order): one stable sort, not a scan a channel
+        order = np.argsort(chan[p:q], kind="stable")
+        sel = np.split(order, np.cumsum(np.bincount(chan[p:q], minlength=nsub))[:-1])
+        saved: list = [None] * nsub
 
-        def run(i: int, until: int) -> int:
-            ix = sel[i]
-            return self.subs[i]._run(a[p + ix], w[p + ix], adm[ix], sr[p + ix], rid[p + ix],
-                                     False, until, None, cancel, until=until)
-
-        # channels that cannot refuse any of their window's requests run second, up to the
-        # earliest refusal of the others: no copy, no re-run (this matters when queues fill
-        # often and windows are short)
-        safe = [bool(sel[i].size) and self._cannot_refuse(i, w[p + sel[i]])
-                for i in range(len(self.subs))]
-
-        def first(i: int) -> bool:
-            """Run channel i's requests; True if each was taken when offered."""
-            if not sel[i].size or safe[i]:
-                # no request: left behind, it runs input-free up to its next one later (or
-                # to the cycle limit, or the run's end), as it would here
-                return True
-            saved[i] = self._save(i)
+        def on_time(i: int, ix: np.ndarray, until: int | None = None) -> bool:
+            """Channel i offered window requests ix at their admissions, run to `until`
+            (default: the cycle after the last of them): True if it took each when
+            offered."""
+            if until is None:
+                until = int(adm[ix[-1]]) + 1
             G = self.subs[i].s["G"]
             lag0 = int(G[K.G_FRONT_LAG_SUM])
-            run(i, end)
-            due = int(np.count_nonzero(adm[sel[i]] < min(end, limit or end)))
+            self.subs[i]._run(a[p + ix], w[p + ix], adm[ix], sr[p + ix], rid[p + ix], False,
+                              until, None, cancel, until=until)
+            due = int(np.count_nonzero(adm[ix] < min(until, cut)))
             return int(G[K.G_POS]) == due and int(G[K.G_FRONT_LAG_SUM]) == lag0
-        exact = all(self._each(first))
-        self.windows += 1
-        if not exact and q - p > 1:
-            # a queue refused a request: the window again, halved, from its start
-            if 2 * (q - p) >= self._cap:
-                self._cap = max(WINDOW_START // 2, self._cap // 2)
-            self._clean_at_cap = 0
 
-            def back(i: int) -> bool:
-                if saved[i] is None:
-                    return False
-                self._restore(i, saved[i])
-                return True
-            self.rollbacks += sum(self._each(back))
-            self._bad = q                       # a refusal is in [p, q): bisect
-            self._window = (q - p) // 2
-            return p
-        if any(safe):
-            # (a window of one request has no safe channel)
-            self._each(lambda i: run(i, end) if safe[i] else None)
-        if exact:
+        # channels that cannot refuse any of their window's requests run second, once the
+        # window is known to be exact: no copy, no re-run
+        tqs = int(self.subs[0].P[K.P_TQ_SIZE])
+        safe = [0 < sel[i].size <= 2 * tqs and self._cannot_refuse(i, w[p + sel[i]])
+                for i in range(nsub)]
+
+        # (a channel with no request is left behind: it runs input-free up to its next one
+        # later, or to the cycle limit, or the run's end, as it would here)
+        risky = [i for i in range(nsub) if sel[i].size and not safe[i]]
+
+        def first(i: int) -> bool:
+            saved[i] = self._save(i, self._bufs[i])
+            return on_time(i, sel[i], end)
+        ok = self._each(first, risky)
+        self.windows += 1
+        late = [i for i in risky if not ok[i]]
+        if not late:
+            if any(safe):
+                self._each(lambda i: on_time(i, sel[i], end), np.flatnonzero(safe).tolist())
             k = q - p
             if self.finished:                   # the cycle limit, before `end`
                 k = int(np.searchsorted(adm, limit))
@@ -1167,22 +1298,38 @@ class _StreamThreads(_ChannelThreads):
             if self.finished:
                 self._settle(cancel)
                 return hi
-            if self._bad < K.INF:               # bisecting: the refusal is in [q, bad)
-                if q >= self._bad:
-                    raise SimulationError(f"threaded run: requests {p}..{q - 1} of a chunk "
-                                          f"were refused once and not again")
-                self._window = max(1, (self._bad - q) // 2)
-                return q
-            if self._window >= self._cap:
-                self._clean_at_cap += 1
-                if self._clean_at_cap >= 4:
-                    self._cap = min(self._max_window, 2 * self._cap)
-                    self._clean_at_cap = 0
-            self._window = min(self._cap, 2 * self._window)
+            self._since += k
+            self._window = min(self._cap(), 2 * self._window)
             return q
-        # request p alone, refused when offered at adm[0]: its channel stopped at the end of
-        # that cycle (it ran to adm[0] + 1), the others have no request in the window
-        star = int(chan[p])
+        # a queue refused a request offered at its admission. Before the first refused
+        # request, j, every admission was right; from j on they are all later. Each channel
+        # that refused one finds its first (in parallel, from its own copy: a bisection of
+        # its requests, keeping the state after every prefix taken on time), j is the
+        # earliest of these, and every other channel goes back to the window's start and
+        # runs its requests before j (their admissions were right).
+        found = [f for f in self._each(lambda i: self._first_refused(
+            i, sel[i][adm[sel[i]] < cut], saved[i], on_time), late) if f is not None]
+        j = min(f for f, _ in found)
+        self.rollbacks += sum(n for _, n in found)
+        star = int(chan[p + j])                 # its channel: at its state before j
+        before = j - 1
+
+        def prefix(i: int) -> None:
+            if saved[i] is not None:
+                self._restore(i, saved[i])
+            ix = sel[i][sel[i] < j]
+            if ix.size and not on_time(i, ix, int(adm[before]) + 1):
+                raise SimulationError(f"threaded run: channel {i} refused a request before "
+                                      f"the first refusal found in its window")
+        again = [i for i in range(nsub) if i != star and (
+            saved[i] is not None or (sel[i].size and sel[i][0] < j))]
+        self._each(prefix, again)
+        self.rollbacks += sum(saved[i] is not None for i in again)
+        self._lag += int((adm[:j] - c[p:p + j]).sum())
+        self._taken += j
+        # request p + j, refused when offered at adm[j]: its channel alone runs on until it
+        # takes it (at a*); the next request is offered at a* + 1 at the earliest
+        p += j
         sub = self.subs[star]
         self.refusals += 1
         self._taken += 1
@@ -1190,17 +1337,60 @@ class _StreamThreads(_ChannelThreads):
                 self._taken < DENSE_REQUESTS_PER_REFUSAL * self.refusals:
             raise _DenseRefusals(f"{self.refusals} refusals in the first {self._taken} "
                                  f"requests")
-        if not sub.finished:                    # until the controller takes request p
-            sub._run(a[p:p + 1], w[p:p + 1], adm[:1], sr[p:p + 1], rid[p:p + 1], False, 0,
-                     None, cancel)
+        sub._run(a[p:p + 1], w[p:p + 1], adm[j:j + 1], sr[p:p + 1], rid[p:p + 1], False, 0,
+                 None, cancel)
         if sub.finished:                        # the cycle limit came first
             self._waiting = int(np.count_nonzero(c[p:hi] < limit))
             self._settle(cancel)
             return hi
+        if sub.clock - 1 <= int(adm[j]):
+            raise SimulationError(f"threaded run: request {p} of a chunk was refused once "
+                                  f"and not again")
         self._lag += sub.clock - 1 - int(c[p])
         self._window = WINDOW_MIN
-        self._bad = K.INF
+        since = self._since + j
+        if since >= WINDOW_BURST:               # the first refusal of a burst
+            self._gap = since if self._gap is None else (self._gap + since) // 2
+        self._since = 0
         return p + 1
+
+    def _cap(self) -> int:
+        """The longest window now. A refused window's first run is lost (the channels run
+        it again up to the refusal): on average about the window's length in requests; a
+        window costs a copy of every channel, about WINDOW_COPY_COST requests' simulation
+        each. Over a stretch of g requests between bursts of refusals, windows of length w
+        lose about w + g / w * copies, least at w = sqrt(g * copies): g is estimated from
+        the stretches so far (or this one, once longer)."""
+        if self._gap is None:
+            return self._max_window
+        g = max(self._gap, self._since)
+        w = math.isqrt(WINDOW_COPY_COST * len(self.subs) * g)
+        return min(self._max_window, max(WINDOW_MIN, w))
+
+    def _first_refused(self, i: int, ix: np.ndarray, start: tuple, on_time
+                       ) -> tuple[int, int]:
+        """Channel i refused one of its window requests ix (offsets, in order, all offered
+        before the limit) when run from the copy `start`: the offset of the first it refused
+        (and the number of restores made). Channel i is left at its state with the requests
+        before that one taken."""
+        restores = 0
+        lo, hi = 0, len(ix)          # the first lo are taken on time; the first hi are not
+        here = False                 # the channel is at its state after the first lo
+        keep = start                 # ... a copy of which this is
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if not here:
+                self._restore(i, keep)
+                restores += 1
+            if on_time(i, ix[lo:mid]):
+                lo, here = mid, True
+                keep = self._save(i, self._ckpt(i))
+            else:
+                hi, here = mid, False
+        if not here:
+            self._restore(i, keep)
+            restores += 1
+        return int(ix[lo]), restores
 
     def finish(self, cancel) -> None:
         last = self.master._last_req
@@ -1227,8 +1417,9 @@ def _simulate_threaded(cfg, chunks: Iterable, options: SimOptions,
     if runner is None:
         runner = _StreamThreads if options.intake == "dramsim3" else _ChannelThreads
     run = runner(cfg, options)
+    ahead = _ReadAhead(chunks)
     try:
-        for ch in chunks:
+        for ch in ahead:
             run.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, cancel)
             if run.finished:
                 break
@@ -1239,7 +1430,70 @@ def _simulate_threaded(cfg, chunks: Iterable, options: SimOptions,
                 progress(run.master, rec)
         return stats
     finally:
+        ahead.close()
         run.close()
+
+
+class _ReadAhead:
+    """A threaded run's trace chunks, the next one read (parsed) in a thread of its own
+    while the channels simulate the current one: the parser releases the GIL, and in the
+    main thread its time (0.08 CPU-s per million text lines) was serial."""
+
+    _END = object()
+
+    def __init__(self, chunks: Iterable) -> None:
+        import queue
+        self._q: "queue.Queue" = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._chunks = chunks
+        self._thread = threading.Thread(target=self._read, name="diffmem-read", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        import queue
+        item: object = self._END
+        try:
+            for ch in self._chunks:
+                while not self._stop.is_set():
+                    try:
+                        self._q.put(ch, timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+                if self._stop.is_set():
+                    return
+        except BaseException as e:          # handed to the consumer, raised there
+            item = e
+        finally:
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def __iter__(self):
+        while True:
+            item = self._q.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        """Stop reading (the run ended or failed) and wait for the reader thread."""
+        import queue
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
 
 
 def cmd_trace_paths(path: str | Path, channels: int) -> list[Path]:

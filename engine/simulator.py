@@ -1419,12 +1419,15 @@ def _simulate_threaded(cfg, chunks: Iterable, options: SimOptions,
     run = runner(cfg, options)
     ahead = _ReadAhead(chunks)
     try:
+        late = 0
         for ch in ahead:
             run.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, cancel)
             if run.finished:
+                late = _due_in_unread_chunks(ahead, options.limit)
                 break
         run.finish(cancel)
         stats = run.stats()
+        stats.summary["num_requests_waiting"] += late
         if progress is not None:
             for rec in run.master.epochs:
                 progress(run.master, rec)
@@ -1524,7 +1527,7 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                               group=group)
         return iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
                            group=group)
-    chunks = open_chunks()
+    chunks = iter(open_chunks())
     if options.threads > 1 and cfg.channels > 1:
         try:
             return _simulate_threaded(cfg, chunks, options, progress, cancel)
@@ -1533,16 +1536,36 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
             # start, is faster (the statistics are the same either way)
             log.info("%s: --threads %d: %s (DRAMsim3 intake, full queues); simulated again "
                      "in one thread", cfg.name, options.threads, e)
-            chunks = open_chunks()
+            chunks = iter(open_chunks())
     if options.threads > 1:
         options = dataclasses.replace(options, threads=1)     # one channel: one thread
     sim = Simulator(cfg, options)
     try:
+        late = 0
         for ch in chunks:
             sim.feed(ch.addr, ch.is_write, ch.cycle, ch.stream, progress=progress,
                      cancel=cancel)
             if sim.finished:
+                late = _due_in_unread_chunks(chunks, options.limit)
                 break
-        return sim.finish(progress=progress, cancel=cancel)
+        stats = sim.finish(progress=progress, cancel=cancel)
+        stats.summary["num_requests_waiting"] += late
+        return stats
     finally:
         sim.close()
+
+
+def _due_in_unread_chunks(chunks: Iterable, limit: int | None) -> int:
+    """Requests of the chunks not yet read that were due before the cycle limit (the run
+    stopped at the limit first): the front end never reached them, so they count as waiting,
+    whatever the chunk size. Trace cycles never decrease, so reading stops at the first
+    request due at or after the limit."""
+    if limit is None:
+        return 0
+    n = 0
+    for ch in chunks:
+        due = int(np.count_nonzero(ch.cycle < limit))
+        n += due
+        if due < len(ch.cycle):
+            break
+    return n

@@ -192,3 +192,33 @@ def test_wrap_addresses_counts_and_default_refuses(tmp_path, caplog):
     # the same DRAM locations; only same-line merging still sees the full address (DRAMsim3)
     assert wrapped["num_act_cmds"] == plain["num_act_cmds"]
     assert wrapped["num_reads_done"] == plain["num_reads_done"] == 2
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_requests_waiting_at_the_limit_does_not_depend_on_chunk_size(tmp_path, threads):
+    """A saturating trace (every request due at once, 2 channels) stopped at max_cycles /
+    cycles = 3,000: the requests due before the limit that the front end never reached are
+    all waiting, those of the chunks not yet read included, whatever the chunk size."""
+    cfg = load_config("DDR4-3200").replace(channels=2)
+    n = 6_000
+    rng = np.random.default_rng(3)
+    addr = rng.integers(0, cfg.capacity_bytes // 64, n) * 64
+    lines = [f"0x{a:x} {'WRITE' if i % 4 == 0 else 'READ'} {i // 2}"
+             for i, a in enumerate(addr)]
+    # a tail due after the limit: never counted
+    lines += [f"0x{a:x} READ {10**6 + i}" for i, a in enumerate(addr[:100])]
+    trace = tmp_path / "saturate.trace"
+    trace.write_text("\n".join(lines) + "\n")
+    for mode in ("max_cycles", "cycles"):
+        got = set()
+        for chunk in (500, 2_000, 1 << 16):
+            s = simulate_trace(cfg, trace, SimOptions(epoch=0, chunk_size=chunk,
+                                                      threads=threads,
+                                                      **{mode: 3_000})).summary
+            assert s["num_cycles"] == 3_000
+            accepted = s["num_reads_accepted"] + s["num_writes_accepted"]
+            got.add((s["num_requests_waiting"], accepted))
+            # every request due before the limit was either accepted or is waiting
+            due = min(n, 2 * 3_000)
+            assert s["num_requests_waiting"] + accepted == due, (mode, chunk)
+        assert len(got) == 1, (mode, got)

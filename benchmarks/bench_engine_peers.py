@@ -1,12 +1,18 @@
 """Speed side by side with the C++ peers in one session: DiffMem (`main.py simulate`, 1 and 2
-threads), DRAMsim3 and Ramulator 2.0 on the same 1M-request traces.
+threads), DRAMsim3, Ramulator 2.0 and (DDR4 only, when built) Ramulator 2.1 on the same
+1M-request traces.
 
-    .venv/bin/python benchmarks/bench_engine_peers.py --peers /work/tools/peers17t [--reps 3]
+    .venv/bin/python benchmarks/bench_engine_peers.py --peers /work/tools/peers [--reps 3]
 
 PEERS holds the builds of ../shared/reference/peers/build_peers.sh (src/DRAMsim3/build/
 dramsim3main, src/ramulator2/build/ramulator2), the traces of ../shared/tools/gen_traces.py
 (traces1m/ with --n 1000000, traces1k/ with --n 1000) and Ramulator's LoadStoreTrace copies
 (ram/<trace>_<remap>.lst from ../shared/reference/ramulator2/tools/convert_trace.py).
+Ramulator 2.1 (optional) is its Python package with the built nanobind module in
+ram21/ramulator2/python/ramulator/ (see /work/coord/peers-howto.md); it runs on DDR4 only,
+as `python r21_ddr4_3200_2r.py ram/<trace>_ddr4_2r.lst` (../shared/reference/ramulator2/configs),
+timed as a whole process (interpreter start, import and trace load included, as in the stored
+figures of ../shared/reference/ramulator2/SUMMARY.md).
 CPU seconds are user+sys of the child process (getrusage), every thread included; the
 repetitions are interleaved (rep 1 of every run, then rep 2, ...) and the minimum counts.
 "net" for DiffMem = whole process minus a 1,000-request run of the same config (start-up).
@@ -32,12 +38,14 @@ CFG = {"DDR4": (SHARED / "dramsim3-configs" / "DDR4_8Gb_x8_3200.ini",
                 SHARED / "reference" / "ramulator2" / "configs" / "ddr4_3200_2r.yaml", "ddr4_2r"),
        "HBM2": (SHARED / "dramsim3-configs" / "HBM2_8Gb_x128.ini",
                 SHARED / "reference" / "ramulator2" / "configs" / "hbm2_8ch.yaml", "hbm2_8ch")}
+R21_CFG = SHARED / "reference" / "ramulator2" / "configs" / "r21_ddr4_3200_2r.py"
 
 
-def run(cmd: list[str], cwd: Path | None = None) -> tuple[float, float, str]:
+def run(cmd: list[str], cwd: Path | None = None,
+        env: dict[str, str] | None = None) -> tuple[float, float, str]:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
     w = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -52,7 +60,8 @@ def ours(ini: Path, trace: Path, out: Path, extra: list[str]) -> tuple[float, fl
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--peers", type=Path, required=True)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", type=Path)
@@ -60,6 +69,10 @@ def main() -> None:
     P = args.peers
     d3 = P / "src" / "DRAMsim3" / "build" / "dramsim3main"
     r2 = P / "src" / "ramulator2" / "build" / "ramulator2"
+    r21_py = P / "ram21" / "ramulator2" / "python"
+    r21 = any((r21_py / "ramulator").glob("_ramulator.*.so"))
+    r21_env = {**os.environ, "PYTHONPATH": str(r21_py)}
+    print(f"Ramulator 2.1: {'found in ' + str(r21_py) if r21 else 'not built, left out'}")
     tmp = Path(tempfile.mkdtemp(prefix="bench_peers_"))
     cases = [(c, t) for c in ("DDR4", "HBM2") for t in ("stream", "random")]
     need: dict[tuple[str, str], int] = {}
@@ -89,6 +102,13 @@ def main() -> None:
             cpu, wall, _ = run([str(r2), "-f", str(yml), "-p",
                                 f"Frontend.path={P / 'ram' / f'{tr}_{remap}.lst'}"])
             res.setdefault((cfg, tr, "ramulator2"), []).append((cpu, wall))
+            if r21 and cfg == "DDR4":
+                cpu, wall, o = run([sys.executable, str(R21_CFG),
+                                    str(P / "ram" / f"{tr}_{remap}.lst")], env=r21_env)
+                res.setdefault((cfg, tr, "ramulator21"), []).append((cpu, wall))
+                # the config script prints: cycles, average read latency, hits, misses, conflicts
+                res.setdefault((cfg, tr, "ramulator21_stats"), []).append(
+                    tuple(float(x) for x in o.split()[-5:]))
         loads.append(os.getloadavg()[0])
         print(f"rep {rep + 1} done, load {loads[-1]:.2f}", flush=True)
     n = 1_000_000
@@ -98,8 +118,8 @@ def main() -> None:
         f"{c} {best[(c, '1k', 'startup')]:.3f}" for c in ("DDR4", "HBM2")))
     print("\n| trace | DiffMem whole / net req/CPU-s (DRAMsim3 intake) | per-channel 1 thread "
           "whole / net | per-channel 2 threads whole / net (CPU-s) | DRAMsim3 | Ramulator 2.0 | "
-          "net / DRAMsim3 | net / Ramulator 2.0 |")
-    print("|---|---|---|---|---:|---:|---:|---:|")
+          "Ramulator 2.1 | net / DRAMsim3 | net / Ramulator 2.0 | net / Ramulator 2.1 |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     out = {}
     for cfg, tr in cases:
         su = best[(cfg, "1k", "startup")]
@@ -112,9 +132,19 @@ def main() -> None:
         net = n / (best[(cfg, tr, "ours")] - su)
         d3r = n / best[(cfg, tr, "dramsim3")]
         r2r = n / best[(cfg, tr, "ramulator2")]
+        c21 = best.get((cfg, tr, "ramulator21"))
+        r21s, r21x = (f"{n / c21 / 1e3:,.0f}k", f"{net * c21 / n:.2f}x") if c21 else ("-", "-")
         print(f"| {cfg} {tr} 1M | {fig('ours')} | {fig('ours_pc1')} | {fig('ours_pc2')} | "
-              f"{d3r / 1e3:,.0f}k | {r2r / 1e3:,.0f}k | {net / d3r:.2f}x | {net / r2r:.2f}x |")
+              f"{d3r / 1e3:,.0f}k | {r2r / 1e3:,.0f}k | {r21s} | {net / d3r:.2f}x | "
+              f"{net / r2r:.2f}x | {r21x} |")
         out[f"{cfg}_{tr}"] = {k[2]: v for k, v in res.items() if k[:2] == (cfg, tr)}
+    for cfg, tr in cases:
+        st = res.get((cfg, tr, "ramulator21_stats"))
+        if st:
+            cyc, lat, hits, misses, conf = st[0]
+            print(f"Ramulator 2.1 {cfg} {tr}: {cyc:,.0f} memory cycles, average read latency "
+                  f"{lat:.1f}, row hits / misses / conflicts {hits:,.0f} / {misses:,.0f} / "
+                  f"{conf:,.0f}" + ("" if len(set(st)) == 1 else " (differs between reps)"))
     print("\nwall seconds (min) per run: " + "; ".join(
         f"{k[0]} {k[1]} {k[2]} {min(w for _, w in v):.2f}" for k, v in res.items()
         if not k[2].endswith("_stats")))

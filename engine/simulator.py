@@ -1452,18 +1452,22 @@ class _ReadAhead:
         self._thread = threading.Thread(target=self._read, name="diffmem-read", daemon=True)
         self._thread.start()
 
-    def _read(self) -> None:
+    def _put(self, item: object) -> bool:
+        """Hand `item` to the consumer; False if the run was stopped first."""
         import queue
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read(self) -> None:
         item: object = self._END
         try:
             for ch in self._chunks:
-                while not self._stop.is_set():
-                    try:
-                        self._q.put(ch, timeout=0.05)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
+                if not self._put(ch):
                     return
         except BaseException as e:          # handed to the consumer, raised there
             item = e
@@ -1471,12 +1475,7 @@ class _ReadAhead:
             close = getattr(self._chunks, "close", None)
             if close is not None:
                 close()
-        while not self._stop.is_set():
-            try:
-                self._q.put(item, timeout=0.05)
-                return
-            except queue.Full:
-                continue
+        self._put(item)
 
     def __iter__(self):
         while True:

@@ -52,6 +52,12 @@ NP = 47
 INTAKE_DRAMSIM3, INTAKE_PER_CHANNEL = 0, 1
 P_INTAKE = NP
 NP += 1
+# derived from P_RANKS / P_BANKS / P_BPG by fill_derived (no divisions in the event loop):
+# P_NB banks of a channel; P_TBASE the first rank slot of the folded timing table; P_POW2 1
+# when banks and bpg are powers of two (then P_BANK_SH / P_BPG_SH are their log2: a bank's
+# rank is b >> P_BANK_SH, its bank group b >> P_BPG_SH, else b // banks, b // bpg)
+P_NB, P_TBASE, P_POW2, P_BANK_SH, P_BPG_SH = NP, NP + 1, NP + 2, NP + 3, NP + 4
+NP += 5
 
 # SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
 # bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
@@ -193,6 +199,34 @@ class Chunk(NamedTuple):
     cyc: np.ndarray      # arrival cycle
     src: np.ndarray      # request source (PAR-BS)
     id: np.ndarray       # request id (completions), -1: none
+
+
+def fill_derived(P: np.ndarray) -> None:
+    """Set P's derived slots (P_NB ... P_BPG_SH) from P_RANKS, P_BANKS and P_BPG."""
+    banks, bpg = int(P[P_BANKS]), int(P[P_BPG])
+    nb = int(P[P_RANKS]) * banks
+    P[P_NB] = nb
+    P[P_TBASE] = nb + nb // bpg
+    pow2 = banks > 0 and bpg > 0 and banks & (banks - 1) == 0 and bpg & (bpg - 1) == 0
+    P[P_POW2] = int(pow2)
+    P[P_BANK_SH] = banks.bit_length() - 1 if pow2 else 0
+    P[P_BPG_SH] = bpg.bit_length() - 1 if pow2 else 0
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _bank_rank(P, b):
+    """The rank of channel bank index b (b // P_BANKS)."""
+    if P[P_POW2] != 0:
+        return b >> P[P_BANK_SH]
+    return b // P[P_BANKS]
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _bank_group(P, b):
+    """The rank-wide bank group index of channel bank index b (b // P_BPG)."""
+    if P[P_POW2] != 0:
+        return b >> P[P_BPG_SH]
+    return b // P[P_BPG]
 
 
 @njit(cache=True, inline='always', _nrt=False)
@@ -653,14 +687,14 @@ def _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t):
     r1 = r0 + banks
     nb = P[P_RANKS] * banks
     if P[P_FOLDED] != 0 and cmd != REFB:
-        g = bidx // bpg
+        g = _bank_group(P, bidx)
         for k in range(TN[SAME_BANK, cmd]):
             _raise(b_timing, ch, TX[SAME_BANK, cmd, k], bidx, bidx + 1,
                    t + TD[SAME_BANK, cmd, k])
         for k in range(TN[SAME_BG, cmd]):
             _raise(b_timing, ch, TX[SAME_BG, cmd, k], nb + g, nb + g + 1,
                    t + TD[SAME_BG, cmd, k])
-        base = nb + nb // bpg
+        base = P[P_TBASE]
         for k in range(TN[OTHER_BG, cmd]):
             _raise(b_timing, ch, TX[OTHER_BG, cmd, k], base + rank, base + rank + 1,
                    t + TD[OTHER_BG, cmd, k])
@@ -704,10 +738,9 @@ def _ready_at(P, b_timing, ch, c, b):
     """Earliest cycle command c may issue to bank b (see _update_timing for the slots)."""
     v = b_timing[ch, c, b]
     if P[P_FOLDED] != 0:
-        nb = P[P_RANKS] * P[P_BANKS]
-        r = b // P[P_BANKS]
-        base = nb + nb // P[P_BPG]
-        x = b_timing[ch, c, nb + b // P[P_BPG]]
+        r = _bank_rank(P, b)
+        base = P[P_TBASE]
+        x = b_timing[ch, c, P[P_NB] + _bank_group(P, b)]
         if x > v:
             v = x
         x = b_timing[ch, c, base + r]
@@ -1362,7 +1395,7 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                     if is_rw == first_rw:
                         break
                     C[ch, C_DUAL] += 1
-                rank = bidx // banks
+                rank = _bank_rank(P, bidx)
                 if cmd == RD or cmd == RDP:
                     _complete_read(P, G, CS, pr_head, pr_next, pr_addr, pr_added, pr_id,
                                    ring_r_t, ring_r_code, ring_r_lat, ch, t, addr)

@@ -1316,12 +1316,21 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
         if ref_due:
             next_ref += ref_interval
         next_t = INF
-        for ch in range(nch):
+        ch = -1
+        while True:
+            ch += 1
             # a channel whose last tick changed nothing sleeps until its next possible
             # command (CS_MINLB, a pending refresh's ready time), a refresh falling due or
-            # a request accepted for it: its ticks before then would change nothing
-            if not ref_due and CS[ch, CS_WAKE] > t:
-                continue
+            # a request accepted for it: its ticks before then would change nothing.
+            # Sleeping channels are passed over in this inner loop, not by a `continue` of
+            # a `for ch in range(nch)`: as a counted loop, LLVM strength-reduces every
+            # per-channel array address of the tick into its own induction pointer (~25,
+            # kept on the stack) and advances all of them for every channel, asleep or not
+            if not ref_due:
+                while ch < nch and CS[ch, CS_WAKE] > t:
+                    ch += 1
+            if ch >= nch:
+                break
             _count_power(CS, RK, r_open, nranks, ch, t)
             ch_event = False
             ch_next = INF

@@ -54,7 +54,11 @@ def main() -> int:
     ap.add_argument("--configs", type=Path, default=ROOT.parent / "shared" / "dramsim3-configs")
     ap.add_argument("--env-old", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--env-new", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--cases", nargs="+", metavar="INI:TRACE",
+                    help="cases instead of the default three, e.g. "
+                         "HBM2_8Gb_x128.ini:traces1m/stream.trace")
     args = ap.parse_args()
+    cases = CASES if not args.cases else tuple(tuple(c.split(":", 1)) for c in args.cases)
     envs = {}
     for name, pairs in (("old", args.env_old), ("new", args.env_new)):
         env = dict(os.environ)
@@ -65,7 +69,7 @@ def main() -> int:
             env[key] = value
         envs[name] = env
     case_args = []
-    for ini, tr in CASES:
+    for ini, tr in cases:
         case_args += [str(args.configs / ini), str(args.traces / tr)]
     times: dict[str, list[list[float]]] = {"old": [], "new": []}
     for r in range(args.rounds):
@@ -76,7 +80,7 @@ def main() -> int:
             times[name].append([float(x) for x in res.stdout.split()])
             print(f"round {r + 1} {name}: {res.stdout.strip()}  load {os.getloadavg()[0]:.1f}",
                   flush=True)
-    for i, (ini, tr) in enumerate(CASES):
+    for i, (ini, tr) in enumerate(cases):
         old = [t[i] for t in times["old"]]
         new = [t[i] for t in times["new"]]
         print(f"{ini:<24} {tr:<24} old best {min(old):.4f} s, new best {min(new):.4f} s: "

@@ -52,6 +52,12 @@ NP = 47
 INTAKE_DRAMSIM3, INTAKE_PER_CHANNEL = 0, 1
 P_INTAKE = NP
 NP += 1
+# derived from P_RANKS / P_BANKS / P_BPG by fill_derived (no divisions in the event loop):
+# P_NB banks of a channel; P_TBASE the first rank slot of the folded timing table; P_POW2 1
+# when banks and bpg are powers of two (then P_BANK_SH / P_BPG_SH are their log2: a bank's
+# rank is b >> P_BANK_SH, its bank group b >> P_BPG_SH, else b // banks, b // bpg)
+P_NB, P_TBASE, P_POW2, P_BANK_SH, P_BPG_SH = NP, NP + 1, NP + 2, NP + 3, NP + 4
+NP += 5
 
 # SCHED_DRAMSIM3_RR: DRAMsim3's round-robin order, picked by _pick_priority so that dynamic
 # bank grouping can reorder it (the plain SCHED_DRAMSIM3 path never sees that option)
@@ -74,6 +80,11 @@ REFQ_CAP = 64
 # (every earlier request to that channel is accepted; the simulator resets it with G_POS)
 CS_INTAKE_POS = NCS
 NCS += 1
+# a channel's sleep (valid within one run_kernel call, zero between calls): CS_WAKE is the
+# first cycle at which its controller tick can do anything (0: tick now); CS_PWR_FROM the
+# first cycle whose rank power states are not yet counted (counted in closed form on waking)
+CS_WAKE, CS_PWR_FROM = NCS, NCS + 1
+NCS += 2
 
 # ---- per-channel counters C[ch, k] --------------------------------------------------------
 (C_READ_CMDS, C_WRITE_CMDS, C_READ_HITS, C_WRITE_HITS, C_ACT, C_PRE, C_ONDEMAND_PRE, C_REF,
@@ -190,6 +201,34 @@ class Chunk(NamedTuple):
     id: np.ndarray       # request id (completions), -1: none
 
 
+def fill_derived(P: np.ndarray) -> None:
+    """Set P's derived slots (P_NB ... P_BPG_SH) from P_RANKS, P_BANKS and P_BPG."""
+    banks, bpg = int(P[P_BANKS]), int(P[P_BPG])
+    nb = int(P[P_RANKS]) * banks
+    P[P_NB] = nb
+    P[P_TBASE] = nb + nb // bpg
+    pow2 = banks > 0 and bpg > 0 and banks & (banks - 1) == 0 and bpg & (bpg - 1) == 0
+    P[P_POW2] = int(pow2)
+    P[P_BANK_SH] = banks.bit_length() - 1 if pow2 else 0
+    P[P_BPG_SH] = bpg.bit_length() - 1 if pow2 else 0
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _bank_rank(P, b):
+    """The rank of channel bank index b (b // P_BANKS)."""
+    if P[P_POW2] != 0:
+        return b >> P[P_BANK_SH]
+    return b // P[P_BANKS]
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _bank_group(P, b):
+    """The rank-wide bank group index of channel bank index b (b // P_BPG)."""
+    if P[P_POW2] != 0:
+        return b >> P[P_BPG_SH]
+    return b // P[P_BPG]
+
+
 @njit(cache=True, inline='always', _nrt=False)
 def _hash(addr):
     h = (addr >> 6) ^ (addr >> 16) ^ (addr >> 27)
@@ -280,6 +319,31 @@ def _pop_completions(G, C, ring_t, ring_code, ring_lat, head_k, n_k, hist_r, com
         G[G_LAST_COMPLETE] = t
         G[head_k] = (j + 1) & (RING - 1)
         G[n_k] -= 1
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _count_power(CS, RK, r_open, nranks, ch, upto):
+    """Count channel ch's rank power states for the cycles from CS_PWR_FROM to upto (r_open
+    is constant over them: only the channel's own commands change it)."""
+    n = upto - CS[ch, CS_PWR_FROM]
+    if n > 0:
+        for r in range(nranks):
+            if r_open[ch, r] > 0:
+                RK[ch, r, RK_ACTIVE] += n
+            else:
+                RK[ch, r, RK_IDLE] += n
+        CS[ch, CS_PWR_FROM] = upto
+
+
+@njit(cache=True, _nrt=False)
+def _wake_all(CS, RK, r_open, nch, nranks, upto):
+    """On leaving run_kernel: count every sleeping channel's power states up to `upto` (the
+    first cycle not simulated) and clear the sleep slots, so that the state between calls
+    does not depend on them."""
+    for ch in range(nch):
+        _count_power(CS, RK, r_open, nranks, ch, upto)
+        CS[ch, CS_WAKE] = 0
+        CS[ch, CS_PWR_FROM] = 0
 
 
 @njit(cache=True, inline='always', _nrt=False)
@@ -623,14 +687,14 @@ def _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t):
     r1 = r0 + banks
     nb = P[P_RANKS] * banks
     if P[P_FOLDED] != 0 and cmd != REFB:
-        g = bidx // bpg
+        g = _bank_group(P, bidx)
         for k in range(TN[SAME_BANK, cmd]):
             _raise(b_timing, ch, TX[SAME_BANK, cmd, k], bidx, bidx + 1,
                    t + TD[SAME_BANK, cmd, k])
         for k in range(TN[SAME_BG, cmd]):
             _raise(b_timing, ch, TX[SAME_BG, cmd, k], nb + g, nb + g + 1,
                    t + TD[SAME_BG, cmd, k])
-        base = nb + nb // bpg
+        base = P[P_TBASE]
         for k in range(TN[OTHER_BG, cmd]):
             _raise(b_timing, ch, TX[OTHER_BG, cmd, k], base + rank, base + rank + 1,
                    t + TD[OTHER_BG, cmd, k])
@@ -674,10 +738,9 @@ def _ready_at(P, b_timing, ch, c, b):
     """Earliest cycle command c may issue to bank b (see _update_timing for the slots)."""
     v = b_timing[ch, c, b]
     if P[P_FOLDED] != 0:
-        nb = P[P_RANKS] * P[P_BANKS]
-        r = b // P[P_BANKS]
-        base = nb + nb // P[P_BPG]
-        x = b_timing[ch, c, nb + b // P[P_BPG]]
+        r = _bank_rank(P, b)
+        base = P[P_TBASE]
+        x = b_timing[ch, c, P[P_NB] + _bank_group(P, b)]
         if x > v:
             v = x
         x = b_timing[ch, c, base + r]
@@ -1218,17 +1281,28 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
     page = P[P_PAGE]
     ref_interval = P[P_REF_INTERVAL]
     track = P[P_TRACK_IDS] != 0
+    for ch in range(nch):
+        CS[ch, CS_WAKE] = 0
+        CS[ch, CS_PWR_FROM] = t
+    # the next cycle at which a refresh falls due (t % ref_interval == 0, t > 0)
+    next_ref = t - t % ref_interval
+    if next_ref < t or t == 0:
+        next_ref += ref_interval
     while True:
         if t >= stop_cycle:
+            _wake_all(CS, RK, r_open, nch, nranks, t)
             G[G_CLK] = t
             return PAUSED
         if P[P_CMDLOG] != 0 and G[G_NLOG] + 4 * nch >= cmd_log.shape[0]:
+            _wake_all(CS, RK, r_open, nch, nranks, t)
             G[G_CLK] = t
             return PAUSED
         if track and G[G_NCOMP_OUT] + 64 + RING >= comp_out.shape[0]:
+            _wake_all(CS, RK, r_open, nch, nranks, t)
             G[G_CLK] = t
             return PAUSED
         if G[G_POS] >= n_in and final == 0 and G[G_FRONT_DONE] == 0 and t >= horizon:
+            _wake_all(CS, RK, r_open, nch, nranks, t)
             G[G_CLK] = t
             return NEED_INPUT
         event = False
@@ -1238,12 +1312,31 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
         _pop_completions(G, C, ring_f_t, ring_f_code, ring_f_lat, G_RING_F_HEAD, G_RING_F_N,
                          hist_r, comp_out, track, t)
         # ---- 2. controllers ---------------------------------------------------------------
-        ref_due = t > 0 and t % ref_interval == 0
+        ref_due = t == next_ref
+        if ref_due:
+            next_ref += ref_interval
         next_t = INF
-        for ch in range(nch):
+        ch = -1
+        while True:
+            ch += 1
+            # a channel whose last tick changed nothing sleeps until its next possible
+            # command (CS_MINLB, a pending refresh's ready time), a refresh falling due or
+            # a request accepted for it: its ticks before then would change nothing.
+            # Sleeping channels are passed over in this inner loop, not by a `continue` of
+            # a `for ch in range(nch)`: as a counted loop, LLVM strength-reduces every
+            # per-channel array address of the tick into its own induction pointer (~25,
+            # kept on the stack) and advances all of them for every channel, asleep or not
+            if not ref_due:
+                while ch < nch and CS[ch, CS_WAKE] > t:
+                    ch += 1
+            if ch >= nch:
+                break
+            _count_power(CS, RK, r_open, nranks, ch, t)
+            ch_event = False
+            ch_next = INF
             if ref_due:
                 _refresh_due(P, CS, refq, ch)
-                event = True
+                ch_event = True
             if sched == SCHED_PARBS and CS[ch, CS_NMARKED] == 0:
                 _parbs_mark(P, CS, cq_n, cq, src_rank, scratch, ch)
             issued = 0
@@ -1263,8 +1356,8 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                     if rc >= 0:
                         cmd = rc
                         bidx = rv
-                    elif rv < next_t:
-                        next_t = rv
+                    else:
+                        ch_next = rv
                 if cmd < 0:
                     if sched == SCHED_DRAMSIM3:
                         q, k, need = _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits,
@@ -1311,7 +1404,7 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                     if is_rw == first_rw:
                         break
                     C[ch, C_DUAL] += 1
-                rank = bidx // banks
+                rank = _bank_rank(P, bidx)
                 if cmd == RD or cmd == RDP:
                     _complete_read(P, G, CS, pr_head, pr_next, pr_addr, pr_added, pr_id,
                                    ring_r_t, ring_r_code, ring_r_lat, ch, t, addr)
@@ -1342,17 +1435,20 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                                                     ch, rank, bidx, t)
                 issued += 1
                 first_rw = is_rw
-                event = True
+                ch_event = True
             # power states, after this cycle's command
-            for r in range(nranks):
-                if r_open[ch, r] > 0:
-                    RK[ch, r, RK_ACTIVE] += 1
-                else:
-                    RK[ch, r, RK_IDLE] += 1
+            _count_power(CS, RK, r_open, nranks, ch, t + 1)
             if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
                                      cq, pr_head, pr_next,
                                      pr_addr, q_lb, b_state, b_row, b_timing, ch):
+                ch_event = True
+            if ch_event:
                 event = True
+                CS[ch, CS_WAKE] = t + 1
+            else:
+                if CS[ch, CS_MINLB] < ch_next:
+                    ch_next = CS[ch, CS_MINLB]
+                CS[ch, CS_WAKE] = ch_next
         # ---- 3. front end: one request a cycle, in order --------------------------------
         pos = G[G_POS]
         if P[P_INTAKE] == INTAKE_PER_CHANNEL:
@@ -1393,6 +1489,7 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
             G[G_FRONT_DONE] = 1
         # ---- end of run: everything accepted has completed ------------------------------
         if G[G_FRONT_DONE] != 0 and G[G_COMPLETED] == G[G_ACCEPTED]:
+            _wake_all(CS, RK, r_open, nch, nranks, t + 1)
             G[G_CLK] = t + 1
             G[G_NUM_CYCLES] = t + 1
             G[G_FINISHED] = 1
@@ -1403,15 +1500,16 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
         if G[G_COMPLETED] < G[G_ACCEPTED] and t - G[G_LAST_COMPLETE] > P[P_WATCHDOG] \
                 and t - G[G_LAST_ACCEPT] > P[P_WATCHDOG]:
             # requests outstanding, yet none completed for a very long time: a policy livelock
+            _wake_all(CS, RK, r_open, nch, nranks, t + 1)
             G[G_CLK] = t + 1
             return DEADLOCK
         # ---- idle: jump to the next cycle at which anything can change ------------------
+        # (every channel sleeps now: its wake time bounds its next command or refresh step)
         for ch in range(nch):
-            if CS[ch, CS_MINLB] < next_t:
-                next_t = CS[ch, CS_MINLB]
-        nr = (t // ref_interval + 1) * ref_interval
-        if nr < next_t:
-            next_t = nr
+            if CS[ch, CS_WAKE] < next_t:
+                next_t = CS[ch, CS_WAKE]
+        if next_ref < next_t:
+            next_t = next_ref
         if G[G_RING_R_N] > 0 and ring_r_t[G[G_RING_R_HEAD]] < next_t:
             next_t = ring_r_t[G[G_RING_R_HEAD]]
         if G[G_RING_F_N] > 0 and ring_f_t[G[G_RING_F_HEAD]] < next_t:
@@ -1422,18 +1520,13 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
             next_t = horizon
         if next_t >= INF:
             # nothing can ever happen again, yet requests are outstanding
+            _wake_all(CS, RK, r_open, nch, nranks, t + 1)
             G[G_CLK] = t + 1
             return DEADLOCK
         if next_t <= t + 1:
             t += 1
             continue
-        skipped = next_t - t - 1
-        for ch in range(nch):
-            for r in range(nranks):
-                if r_open[ch, r] > 0:
-                    RK[ch, r, RK_ACTIVE] += skipped
-                else:
-                    RK[ch, r, RK_IDLE] += skipped
+        # the skipped cycles' power states are counted when each channel wakes
         t = next_t
 
 
@@ -1452,6 +1545,7 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, 
     if G[G_RING_F_N] >= RING - 1:
         return False
     CS[ch, CS_TQ_BLOCKED] = 0
+    CS[ch, CS_WAKE] = 0
     code = (rid << 8) | (ch << 1)
     if is_write:
         if _count_pending(pw_head, pw_next, pw_addr, ch, addr) == 0:

@@ -279,6 +279,7 @@ class Simulator:
             log.info("%s: per-bank timing updates (scoped delays not nested: %s)", cfg.name,
                      "; ".join(why[:3]))
         P[K.P_FOLDED] = int(folded)
+        K.fill_derived(P)
         self.P = P
         self.nq = nq
         pcap = tqs + nq * cqs + MERGE_SLACK

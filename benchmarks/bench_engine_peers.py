@@ -9,7 +9,7 @@ dramsim3main, src/ramulator2/build/ramulator2), the traces of ../shared/tools/ge
 (traces1m/ with --n 1000000, traces1k/ with --n 1000) and Ramulator's LoadStoreTrace copies
 (ram/<trace>_<remap>.lst from ../shared/reference/ramulator2/tools/convert_trace.py).
 Ramulator 2.1 (optional) is its Python package with the built nanobind module in
-ram21/ramulator2/python/ramulator/ (see /work/coord/peers-howto.md); it runs on DDR4 only,
+ram21/ramulator2/python/ramulator/ (see benchmarks/PEERS.md); it runs on DDR4 only,
 as `python r21_ddr4_3200_2r.py ram/<trace>_ddr4_2r.lst` (../shared/reference/ramulator2/configs),
 timed as a whole process (interpreter start, import and trace load included, as in the stored
 figures of ../shared/reference/ramulator2/SUMMARY.md).

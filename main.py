@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,12 @@ DEMO_PRESETS = ("DDR4-3200", "HBM2")
 DEMO_OUT = (Path.cwd() if FROZEN else REPO) / "demo_out"    # the bundle's folder may be read-only
 MAX_VIOLATIONS_SHOWN = 20
 PROGRESS_EVERY_S = 2.0
+
+# numpy's bundled OpenBLAS starts a thread per core at import, and they spin after each call.
+# Nothing here multiplies matrices with numpy (torch has its own threads), so that was pure
+# cost: 0.1 CPU-s of start-up and ~15 % of a 1M-request simulate (benchmarks/RESULTS.md,
+# "OpenBLAS threads"). Set before numpy is first imported; a user's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from engine.policies import PAGE_POLICIES as PAGE_POLICY_CHOICES  # noqa: E402 (declared once)
 from engine.policies import SCHEDULERS as SCHEDULER_CHOICES  # noqa: E402

@@ -118,3 +118,22 @@ def test_demo_writes_both_results(tmp_path: Path) -> None:
         done = stats["num_reads_done"] + stats["num_writes_done"]
         assert done - stats.get("phantom_eof_read_added", 0) == 20000
         assert preset in res.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize("user_setting, expected", [(None, "1"), ("2", "2")])
+def test_main_keeps_numpys_blas_to_one_thread_unless_the_user_says(user_setting, expected):
+    """numpy's OpenBLAS would start a spinning thread per core at import (CPU-seconds the
+    engine never uses); main.py sets OPENBLAS_NUM_THREADS=1 before numpy loads, a user's own
+    value wins. By default the process then holds one thread after `import numpy`."""
+    import os
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if user_setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = user_setting
+    code = ("import sys, os; sys.path.insert(0, sys.argv[1]); import main, numpy; "
+            "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))")
+    out = subprocess.run([sys.executable, "-c", code, str(REPO)], env=env, capture_output=True,
+                         text=True, timeout=300, check=True).stdout.split()
+    assert out[0] == expected
+    if user_setting is None:
+        assert out[1] == "1"            # no BLAS thread besides the main one

@@ -685,7 +685,7 @@ def _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t):
     bpg = P[P_BPG]
     r0 = rank * banks
     r1 = r0 + banks
-    nb = P[P_RANKS] * banks
+    nb = P[P_NB]
     if P[P_FOLDED] != 0 and cmd != REFB:
         g = _bank_group(P, bidx)
         for k in range(TN[SAME_BANK, cmd]):
@@ -1076,10 +1076,16 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
     if not unified and CS[ch, CS_WDRAIN] > 0:
         kind = 1
     for attempt in range(2):
-        # nothing can move until a command queue frees a slot or a new transaction arrives
-        if CS[ch, CS_TQ_BLOCKED] == kind + 1:
-            return CS[ch, CS_WDRAIN] != was
-        for i in range(tq_n[ch, kind]):
+        # CS_TQ_BLOCKED (kind + 1) | (n << 2): the first n transactions of queue `kind` wait
+        # for full command queues (valid until a command queue frees a slot: a transaction
+        # moved in or one accepted at the end only adds to it); all of them: nothing can move
+        start = 0
+        blk = CS[ch, CS_TQ_BLOCKED]
+        if blk & 3 == kind + 1:
+            start = blk >> 2
+            if start >= tq_n[ch, kind]:
+                return CS[ch, CS_WDRAIN] != was
+        for i in range(start, tq_n[ch, kind]):
             q = tq_q[ch, kind, i]
             if cq_n[ch, q] >= P[P_CQ_SIZE]:
                 continue
@@ -1140,9 +1146,12 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
                 tq_q[ch, kind, j] = tq_q[ch, kind, j + 1]
             tq_n[ch, kind] = n - 1
             CS[ch, CS_CQ_TOTAL] += 1
+            if blk == 0 or blk & 3 == kind + 1:
+                # the transactions before i still wait (their command queues are still full)
+                CS[ch, CS_TQ_BLOCKED] = (kind + 1) | (i << 2)
             return True
         else:
-            CS[ch, CS_TQ_BLOCKED] = kind + 1
+            CS[ch, CS_TQ_BLOCKED] = (kind + 1) | (tq_n[ch, kind] << 2)
             return CS[ch, CS_WDRAIN] != was
     return CS[ch, CS_WDRAIN] != was
 
@@ -1173,6 +1182,10 @@ def _dbg_order_writes(P, CS, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, ch):
     CS[ch, CS_DBG_WR] = pick_g
     CS[ch, CS_DBG_WADDR] = np.int64(tq_addr[ch, 1, pick])
     if pick > 0:
+        blk = CS[ch, CS_TQ_BLOCKED]
+        if blk & 3 == 2 and blk >> 2 <= pick:
+            # the write brought to the front was not in the known-blocked prefix
+            CS[ch, CS_TQ_BLOCKED] = 0
         a = tq_addr[ch, 1, pick]
         w = tq_isw[ch, 1, pick]
         s = tq_src[ch, 1, pick]
@@ -1193,7 +1206,7 @@ def _parbs_mark(P, CS, cq_n, cq, src_rank, scratch, ch):
     """Form a new PAR-BS batch: mark up to `cap` oldest requests per (thread, bank); rank
     threads by their largest per-bank marked load (shortest job first), ties by total load."""
     cap = P[P_PARBS_CAP]
-    nb = P[P_RANKS] * P[P_BANKS]
+    nb = P[P_NB]
     per_bank = scratch[:nb, :NSRC]
     total = scratch[nb, :NSRC]
     for b in range(nb + 3):
@@ -1392,10 +1405,14 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                         if cmd == RD or cmd == WR or cmd == RDP or cmd == WRP:
                             if cq[ch, q, k, CQ_MARK] != 0:
                                 CS[ch, CS_NMARKED] -= 1
+                            if cq_n[ch, q] >= P[P_CQ_SIZE]:
+                                # a full command queue frees a slot: the transactions
+                                # waiting for it may move (those waiting for other,
+                                # still full, queues still wait)
+                                CS[ch, CS_TQ_BLOCKED] = 0
                             _erase_cq(cq_n, cq, ch, q, k)
                             _invalidate_q(CS, q_lb, ch, q)
                             CS[ch, CS_CQ_TOTAL] -= 1
-                            CS[ch, CS_TQ_BLOCKED] = 0
                 if cmd < 0:
                     break
                 is_rw = cmd == RD or cmd == WR or cmd == RDP or cmd == WRP
@@ -1544,7 +1561,7 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, 
     added = t + 1
     if G[G_RING_F_N] >= RING - 1:
         return False
-    CS[ch, CS_TQ_BLOCKED] = 0
+    # (CS_TQ_BLOCKED stays valid: a transaction accepted joins its queue at the end)
     CS[ch, CS_WAKE] = 0
     code = (rid << 8) | (ch << 1)
     if is_write:

@@ -1552,15 +1552,18 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, 
             pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id, ring_f_t, ring_f_code,
             ring_f_lat, addr, is_write, src, rid, t):
     """WillAcceptTransaction + AddTransaction at front-end tick t (controller clock t + 1)."""
-    ch, ra, bg, ba, ro, co = _decode(P, addr)
-    qidx = ra if P[P_PER_RANK_Q] != 0 else ra * P[P_BANKS] + bg * P[P_BPG] + ba
+    # the refusals first, from the channel bits alone (most offers of a random trace are
+    # refused: its read queue is full); the whole address is decoded for an accepted one
+    ch = ((addr >> P[P_SHIFT]) >> P[P_CH_POS]) & P[P_CH_MASK]
     unified = P[P_UNIFIED] != 0
     kind = 0 if (unified or not is_write) else 1
     if tq_n[ch, kind] >= P[P_TQ_SIZE]:
         return False
-    added = t + 1
     if G[G_RING_F_N] >= RING - 1:
         return False
+    added = t + 1
+    _c, ra, bg, ba, ro, co = _decode(P, addr)
+    qidx = ra if P[P_PER_RANK_Q] != 0 else ra * P[P_BANKS] + bg * P[P_BPG] + ba
     # (CS_TQ_BLOCKED stays valid: a transaction accepted joins its queue at the end)
     CS[ch, CS_WAKE] = 0
     code = (rid << 8) | (ch << 1)

@@ -432,6 +432,23 @@ def _queue_skipped_for_refresh(P, CS, refq, ch, q):
     return q == rank * P[P_BANKS] + refq[ch, j, 2] * P[P_BPG] + refq[ch, j, 3]
 
 
+@njit(cache=True, _nrt=False)
+def _scan_queue(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n, cq_n, cq, ch,
+                q, t):
+    """A per-rank queue, oldest entry first: (entry, command) of the first ready one, else
+    (-1, -1, earliest cycle any of them may be ready). A call (per-rank queues are the rarer
+    structure): its code stays out of the event loop."""
+    lb = INF
+    for k in range(cq_n[ch, q]):
+        ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
+                                    aw32, aw32_n, cq_n, cq, ch, q, k, t, True)
+        if ok:
+            return k, need, lb
+        if tr < lb:
+            lb = tr
+    return -1, -1, lb
+
+
 @njit(cache=True, inline='always', _nrt=False)
 def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32, aw32_n,
                    cq_n, cq, q_lb, ch, t):
@@ -520,13 +537,10 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             if lb < mn:
                 mn = lb
             continue
-        for k in range(n):
-            ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
-                                        aw32, aw32_n, cq_n, cq, ch, qi, k, t, True)
-            if ok:
-                return qi, k, need
-            if tr < lb:
-                lb = tr
+        k, need, lb = _scan_queue(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32,
+                                  aw32_n, cq_n, cq, ch, qi, t)
+        if k >= 0:
+            return qi, k, need
         q_lb[ch, qi] = lb
         if lb < mn:
             mn = lb
@@ -907,7 +921,7 @@ def _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_confl
             b_last_conflict[ch, b] = 0
 
 
-@njit(cache=True, inline='always', _nrt=False)
+@njit(cache=True, _nrt=False)
 def _refresh_pick(P, CS, refq, b_state, b_timing, ch, t):
     """DRAMsim3's FinishRefresh: (cmd, bank index) of the refresh's next step, or (-1, ready time)."""
     j = CS[ch, CS_REFQ_HEAD]
@@ -986,6 +1000,23 @@ def _refresh_same_bank_rest(P, CS, BK, b_timing, q_lb, TN, TX, TD, ch, rank, bid
         _update_timing(P, TN, TX, TD, b_timing, ch, REFB, rank, b, t)
         BK[ch, b, BK_REFB] += 1
         _invalidate_bank(P, CS, q_lb, ch, b)
+
+
+@njit(cache=True, _nrt=False)
+def _refresh_issued(P, CS, BK, b_timing, q_lb, TN, TX, TD, ch, cmd, rank, bidx, t):
+    """A REF or REFB issued: it leaves the refresh queue; the queues of its banks must be
+    looked at again."""
+    CS[ch, CS_REFQ_HEAD] = (CS[ch, CS_REFQ_HEAD] + 1) % REFQ_CAP
+    CS[ch, CS_REFQ_N] -= 1
+    CS[ch, CS_INREF] = 0
+    if cmd == REF:
+        banks = P[P_BANKS]
+        for b in range(rank * banks, (rank + 1) * banks):
+            _invalidate_bank(P, CS, q_lb, ch, b)
+    else:
+        _invalidate_bank(P, CS, q_lb, ch, bidx)
+        if P[P_REF_POLICY] == REF_SAME_BANK:
+            _refresh_same_bank_rest(P, CS, BK, b_timing, q_lb, TN, TX, TD, ch, rank, bidx, t)
 
 
 @njit(cache=True, _nrt=False)
@@ -1239,7 +1270,7 @@ def _parbs_mark(P, CS, cq_n, cq, src_rank, scratch, ch):
         src_rank[ch, s] = min(r, 255)
 
 
-@njit(cache=True, inline='always', _nrt=False)
+@njit(cache=True, _nrt=False)
 def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
     if P[P_CMDLOG] == 0:
         return
@@ -1436,20 +1467,12 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
                                r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx,
                                row, conflict_pre)
                 _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
-                _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col,
-                     cmd == REF or cmd == REFB or (cmd == PRE and not conflict_pre))
+                if P[P_CMDLOG] != 0:
+                    _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col,
+                         cmd == REF or cmd == REFB or (cmd == PRE and not conflict_pre))
                 if cmd == REF or cmd == REFB:
-                    CS[ch, CS_REFQ_HEAD] = (CS[ch, CS_REFQ_HEAD] + 1) % REFQ_CAP
-                    CS[ch, CS_REFQ_N] -= 1
-                    CS[ch, CS_INREF] = 0
-                    if cmd == REF:
-                        for b in range(rank * banks, (rank + 1) * banks):
-                            _invalidate_bank(P, CS, q_lb, ch, b)
-                    else:
-                        _invalidate_bank(P, CS, q_lb, ch, bidx)
-                        if P[P_REF_POLICY] == REF_SAME_BANK:
-                            _refresh_same_bank_rest(P, CS, BK, b_timing, q_lb, TN, TX, TD,
-                                                    ch, rank, bidx, t)
+                    _refresh_issued(P, CS, BK, b_timing, q_lb, TN, TX, TD, ch, cmd, rank,
+                                    bidx, t)
                 issued += 1
                 first_rw = is_rw
                 ch_event = True
@@ -1497,10 +1520,10 @@ def run_kernel(k, s, inp, final, stop_cycle, horizon):
             # once, the cycle after the last line was accepted
             if P[P_PHANTOM_EOF] != 0 and n_in > 0 and G[G_PHANTOM_DONE] == 0:
                 G[G_PHANTOM_DONE] = 1
-                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
-                           pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added,
-                           pw_id, ring_f_t, ring_f_code, ring_f_lat, in_addr[n_in - 1], False,
-                           in_src[n_in - 1], -1, t):
+                if _accept_cold(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head,
+                                pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr,
+                                pw_added, pw_id, ring_f_t, ring_f_code, ring_f_lat,
+                                in_addr[n_in - 1], False, in_src[n_in - 1], -1, t):
                     G[G_PHANTOM_ADDED] = 1
                     event = True
             G[G_FRONT_DONE] = 1
@@ -1606,6 +1629,17 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, 
         C[ch, C_READS_ACCEPTED] += 1
     G[G_ACCEPTED] += 1
     return True
+
+
+@njit(cache=True, _nrt=False)
+def _accept_cold(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, pr_addr,
+                 pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id, ring_f_t,
+                 ring_f_code, ring_f_lat, addr, is_write, src, rid, t):
+    """_accept as a call, for rarely taken paths (the phantom read at the end of a trace):
+    its code stays out of the event loop."""
+    return _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, pr_addr,
+                   pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id, ring_f_t,
+                   ring_f_code, ring_f_lat, addr, is_write, src, rid, t)
 
 
 @njit(cache=True, _nrt=False)

@@ -462,19 +462,26 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
     inref = CS[ch, CS_INREF] != 0
     qidx = CS[ch, CS_QIDX]
     mn = INF
-    for _i in range(nq):
-        # round robin from the queue after the one that issued last
-        qi = qidx + 1 + _i
-        if qi >= nq:
-            qi -= nq
-        lbq = q_lb[ch, qi]
-        if lbq > t:
-            if lbq < mn:
-                mn = lbq
-            continue
+    # round robin from the queue after the one that issued last; CS_QIDX becomes the queue
+    # that issues (a full failed scan leaves it where it was)
+    qi = qidx
+    left = nq
+    while True:
+        # pass over the queues whose bound has not come due, in a loop of their own (few
+        # values live: the scan's per-queue work below stays out of it)
+        while left > 0:
+            qi += 1
+            if qi >= nq:
+                qi = 0
+            left -= 1
+            lbq = q_lb[ch, qi]
+            if lbq <= t:
+                break
+            mn = min(mn, lbq)
+        else:
+            break
         if inref and _queue_skipped_for_refresh(P, CS, refq, ch, qi):
             continue
-        CS[ch, CS_QIDX] = qi
         n = cq_n[ch, qi]
         lb = INF
         if per_bank and n > 0:
@@ -486,6 +493,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                 ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
                                             aw32, aw32_n, cq_n, cq, ch, qi, 0, t, True)
                 if ok:
+                    CS[ch, CS_QIDX] = qi
                     return qi, 0, need
                 q_lb[ch, qi] = tr
                 if tr < mn:
@@ -512,6 +520,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                         if (ct == WR or ct == WRP) and _rw_dependency(
                                 cq_n, cq, ch, qi, k):
                             continue
+                        CS[ch, CS_QIDX] = qi
                         return qi, k, ct
                     if tr < lb:
                         lb = tr
@@ -529,6 +538,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                                     break
                         if allowed:
                             C[ch, C_ONDEMAND_PRE] += 1
+                            CS[ch, CS_QIDX] = qi
                             return qi, 0, PRE
                     elif tr < lb:
                         # a lower bound: the precharge may still be refused then
@@ -540,6 +550,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
         k, need, lb = _scan_queue(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n, aw32,
                                   aw32_n, cq_n, cq, ch, qi, t)
         if k >= 0:
+            CS[ch, CS_QIDX] = qi
             return qi, k, need
         q_lb[ch, qi] = lb
         if lb < mn:

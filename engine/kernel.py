@@ -85,6 +85,13 @@ NCS += 1
 # first cycle whose rank power states are not yet counted (counted in closed form on waking)
 CS_WAKE, CS_PWR_FROM = NCS, NCS + 1
 NCS += 2
+# the DRAMsim3 scan's due queues (with at most QMASK_MAX queues): CS_QMASK has bit q set for
+# each queue q whose bound was cleared since it was last looked at (or that a refresh held
+# back: both are due); CS_QMIN is at most the bound of every other queue. While CS_QMIN > t,
+# the queues of CS_QMASK are the only ones due, and the scan visits only them
+CS_QMASK, CS_QMIN = NCS, NCS + 1
+NCS += 2
+QMASK_MAX = 62
 
 # ---- per-channel counters C[ch, k] --------------------------------------------------------
 (C_READ_CMDS, C_WRITE_CMDS, C_READ_HITS, C_WRITE_HITS, C_ACT, C_PRE, C_ONDEMAND_PRE, C_REF,
@@ -466,21 +473,46 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
     # that issues (a full failed scan leaves it where it was)
     qi = qidx
     left = nq
+    # only the queues of CS_QMASK due: visit its bits, from qidx + 1 up, then from 0
+    by_mask = nq <= QMASK_MAX and CS[ch, CS_QMIN] > t
+    seg = 0
+    rest = 0
+    if by_mask:
+        mn = CS[ch, CS_QMIN]
+        m = CS[ch, CS_QMASK]
+        start = qidx + 1
+        if start >= nq:
+            start = 0
+        low = (np.int64(1) << start) - 1
+        seg = m & ~low
+        rest = m & low
     while True:
-        # pass over the queues whose bound has not come due, in a loop of their own (few
-        # values live: the scan's per-queue work below stays out of it)
-        while left > 0:
-            qi += 1
-            if qi >= nq:
-                qi = 0
-            left -= 1
-            lbq = q_lb[ch, qi]
-            if lbq <= t:
-                break
-            mn = min(mn, lbq)
+        if by_mask:
+            if seg == 0:
+                if rest == 0:
+                    break
+                seg = rest
+                rest = 0
+            lsb = seg & -seg
+            seg ^= lsb
+            qi = _bit_index(lsb)
         else:
-            break
+            # pass over the queues whose bound has not come due, in a loop of their own
+            # (few values live: the scan's per-queue work below stays out of it)
+            while left > 0:
+                qi += 1
+                if qi >= nq:
+                    qi = 0
+                left -= 1
+                lbq = q_lb[ch, qi]
+                if lbq <= t:
+                    break
+                mn = min(mn, lbq)
+            else:
+                break
         if inref and _queue_skipped_for_refresh(P, CS, refq, ch, qi):
+            # due, not looked at: stays in the mask
+            CS[ch, CS_QMASK] |= np.int64(1) << (qi & 63)
             continue
         n = cq_n[ch, qi]
         lb = INF
@@ -496,6 +528,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                     CS[ch, CS_QIDX] = qi
                     return qi, 0, need
                 q_lb[ch, qi] = tr
+                _bound_set(CS, ch, qi, tr)
                 if tr < mn:
                     mn = tr
                 continue
@@ -544,6 +577,7 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                         # a lower bound: the precharge may still be refused then
                         lb = tr
             q_lb[ch, qi] = lb
+            _bound_set(CS, ch, qi, lb)
             if lb < mn:
                 mn = lb
             continue
@@ -553,11 +587,14 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             CS[ch, CS_QIDX] = qi
             return qi, k, need
         q_lb[ch, qi] = lb
+        _bound_set(CS, ch, qi, lb)
         if lb < mn:
             mn = lb
     # a full failed scan leaves the round-robin pointer where it started
     CS[ch, CS_QIDX] = qidx
     CS[ch, CS_MINLB] = mn
+    # every queue not in the mask was visited (or, by_mask, is bounded by CS_QMIN)
+    CS[ch, CS_QMIN] = mn
     return -1, -1, -1
 
 
@@ -797,6 +834,38 @@ def _invalidate_q(CS, q_lb, ch, q):
     """A queue's content or its bank's state changed: its readiness bound must be recomputed."""
     q_lb[ch, q] = 0
     CS[ch, CS_MINLB] = 0
+    CS[ch, CS_QMASK] |= np.int64(1) << (q & 63)     # (unused with more than QMASK_MAX queues)
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _bound_set(CS, ch, q, lb):
+    """Queue q was looked at and got its bound lb: out of the mask, under CS_QMIN."""
+    CS[ch, CS_QMASK] &= ~(np.int64(1) << (q & 63))
+    if lb < CS[ch, CS_QMIN]:
+        CS[ch, CS_QMIN] = lb
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _bit_index(x):
+    """log2 of x, a power of two below 2**63 (without branches)."""
+    i = 0
+    s = 32 if (x >> 32) != 0 else 0
+    x >>= s
+    i += s
+    s = 16 if (x >> 16) != 0 else 0
+    x >>= s
+    i += s
+    s = 8 if (x >> 8) != 0 else 0
+    x >>= s
+    i += s
+    s = 4 if (x >> 4) != 0 else 0
+    x >>= s
+    i += s
+    s = 2 if (x >> 2) != 0 else 0
+    x >>= s
+    i += s
+    s = 1 if (x >> 1) != 0 else 0
+    return i + s
 
 
 @njit(cache=True, inline='always', _nrt=False)
@@ -1178,6 +1247,8 @@ def _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n, c
                     q_lb[ch, q] = tr
                 if tr < CS[ch, CS_MINLB]:
                     CS[ch, CS_MINLB] = tr
+                if tr < CS[ch, CS_QMIN]:
+                    CS[ch, CS_QMIN] = tr
             # else: behind an older entry of a closed bank, or a row miss behind it: this
             # entry cannot be the queue's first ready one, the bound stands
             n = tq_n[ch, kind]

@@ -69,11 +69,8 @@ if threads > 1:
                 res[i] = r
             return res
     m0, p0 = time.thread_time(), time.process_time()
-    try:
-        S._simulate_threaded(cfg, iter_trace(sys.argv[3], chunk_size=opts.chunk_size), opts,
-                             None, None, runner=Probe)
-    except S._DenseRefusals:        # as simulate_trace: again in one thread
-        simulate_trace(cfg, sys.argv[3], SimOptions(intake=sys.argv[5], epoch=10**12))
+    S._simulate_threaded(cfg, iter_trace(sys.argv[3], chunk_size=opts.chunk_size), opts,
+                         None, None, runner=Probe)
     # (threads that are in no parallel step, the trace reader's, only count here: all the
     # CPU seconds over N is the least wall time on N cores)
     crit = max(time.thread_time() - m0 + span[0], (time.process_time() - p0) / threads)

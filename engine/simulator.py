@@ -60,6 +60,12 @@ WINDOW_BURST, WINDOW_COPY_COST = 1024, 100
 # path; on the mixed benchmark trace, 1 refusal per 7,400 requests, kept threaded it gained
 # 1.05x on idle cores for 60 % more CPU: RESULTS.md, issue 17r)
 DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
+# ... and the one-thread start: a run starts in one thread (one state, the master Simulator)
+# and hands over to the channels' threads once HANDOVER_AFTER requests in a row were taken
+# without a refusal (checked in pieces of that many); a run handed back (refusals too dense,
+# above) waits for a stretch twice as long, up to HANDOVER_MAX, before it hands over again.
+# 0: threads from the first request (the method alone, as in the tests)
+HANDOVER_AFTER, HANDOVER_MAX = 4096, 1 << 16
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
@@ -1018,10 +1024,19 @@ class _ChannelThreads:
         G[K.G_FINISHED] = G[K.G_FRONT_DONE] = 1
         m.finished = True
         m.requests_waiting = sum(s.requests_waiting for s in subs)
-        m.fast_forwards = sum(s.fast_forwards for s in subs)
-        m.fast_forward_cycles = sum(s.fast_forward_cycles for s in subs)
-        m.wall_seconds = max(s.wall_seconds for s in subs)
-        m.epochs = []
+        self._merge_counters()
+
+    def _merge_counters(self) -> None:
+        """The channels' epochs and run counters added to the master's (which holds those of
+        any part it ran in one state itself); the channels' are cleared."""
+        m = self.master
+        subs = self.subs
+        m.fast_forwards += sum(s.fast_forwards for s in subs)
+        m.fast_forward_cycles += sum(s.fast_forward_cycles for s in subs)
+        m.wall_seconds += max(s.wall_seconds for s in subs)
+        for s in subs:
+            s.fast_forwards = s.fast_forward_cycles = 0
+            s.wall_seconds = 0.0
         for recs in zip(*(s.epochs for s in subs)):
             r0 = recs[0]
             if any((r.start, r.end) != (r0.start, r0.end) for r in recs):
@@ -1037,16 +1052,15 @@ class _ChannelThreads:
             m.epochs.append(EpochRecord(start=r0.start, end=r0.end, **fields))
         if len({len(s.epochs) for s in subs}) != 1:
             raise SimulationError("threaded run: epoch counts differ between threads")
+        for s in subs:
+            s.epochs = []
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
         for s in self.subs:
             s.close()
         self.master.close()
-
-
-class _DenseRefusals(Exception):
-    """A threaded DRAMsim3-intake run met full queues too often to gain from threads."""
 
 
 # the latency histograms (each bin count of one counter: its sum), copied in part
@@ -1057,6 +1071,8 @@ _HISTOGRAMS = {"hist_r": K.C_READS_DONE, "hist_w": K.C_WRITE_LAT_N}
 _MAPS = {m: tuple(m + f for f in ("_next", "_addr", "_added", "_id")) for m in ("pr", "pw")}
 _MAP_ARRAYS = {k for ks in _MAPS.values() for k in ks}
 # a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
+# the completion rings: name, and the G slots of their head and length
+_RINGS = (("ring_r", K.G_RING_R_HEAD, K.G_RING_R_N), ("ring_f", K.G_RING_F_HEAD, K.G_RING_F_N))
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
 
@@ -1090,25 +1106,77 @@ class _StreamThreads(_ChannelThreads):
     copy. Windows shrink after a refusal and grow while there is none. The completion
     rings are not copied: a window of at most `_max_window` requests pushes fewer entries
     into them than they hold beside the entries in flight, so restoring their indices (in
-    G) restores them. Where refusals come too often for threads to gain, the run gives up
-    (_DenseRefusals) and simulate_trace starts again in one thread.
+    G) restores them.
+
+    A run starts in one thread: the master Simulator runs the one-state run, in pieces of
+    `_need` requests, and hands over to the channels (_hand_over: its state cut into theirs,
+    the completion rings split by channel) once a piece was taken with no refusal (its
+    front-end lag is that of its admissions if no queue refuses). So a run whose queues
+    refuse often never pays for threads. Where refusals come too often for threads to gain
+    after a hand-over, the channels hand back (_hand_back: every channel brought to the
+    front end's cycle, the states merged, the rings merged by cycle) and the run goes on in
+    one thread until a piece twice as long is taken with no refusal.
 
     The channels see admission cycles as arrivals, so the front-end lag and the requests
     waiting at a cycle limit are counted here, from the true arrivals."""
 
     def __init__(self, cfg, options: SimOptions) -> None:
-        super().__init__(cfg, options)
-        for sub in self.subs:
+        # (no super().__init__: the channels' Simulators are built at the first hand-over)
+        self.cfg = cfg
+        self.options = options
+        # the one-state run: input checks, segmenting, the stretches run in one thread, the
+        # merged statistics; it owns the command-trace files (one a channel), which the
+        # channels' Simulators write to while they run
+        self.master = Simulator(cfg, dataclasses.replace(options, threads=1))
+        glob = {"G", "comp_out", "cmd_log", "scratch"} | {
+            k for k in self.master.s if k.startswith("ring_")}
+        self.per_channel = [k for k in self.master.s if k not in glob]
+        self.subs: list[Simulator] = []
+        self.threads = min(int(options.threads), cfg.channels)
+        self.pool = None
+        self._one = True                        # the master runs (one state), not the subs
+        self._need = HANDOVER_AFTER             # requests without a refusal to hand over
+        self._clean = 0                         # ... taken so, in a row, in one state
+        self._gap: int | None = None            # requests between bursts of refusals
+        self._since = 0                         # requests admitted since the last refusal
+        self._lag = 0                           # sum of (admission - arrival), threaded
+        self._taken = 0                         # requests admitted by the channels' threads
+        self._taken_here = self._refused_here = 0   # ... and refusals, since the hand-over
+        self._waiting = 0                       # requests_waiting at a cycle limit
+        self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
+        self.handovers = self.handbacks = 0
+        # (requests taken, cycle) at every hand-over and hand-back: method diagnostics
+        self.switches: list[tuple[str, int, int]] = []
+        if self._need <= 0:
+            self._hand_over()
+
+    def _build_subs(self) -> None:
+        """The channels' one-channel Simulators, their copy buffers and the pool (once)."""
+        cfg = self.cfg
+        one = dataclasses.replace(self.options, threads=1, cmd_trace=None)
+        logs = self.options.cmd_trace is not None
+        for ch in range(cfg.channels):
+            sub = Simulator(cfg, one)
+            sub._set_state(sub.state._replace(**{
+                k: np.ascontiguousarray(sub.s[k][ch:ch + 1]) for k in self.per_channel}))
+            sub.P[K.P_CHANNELS] = 1
+            sub.P[K.P_CH_MASK] = 0
             sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
+            if logs:
+                # its commands go to its channel's file (the master's), as that channel's
+                sub.P[K.P_CMDLOG] = 1
+                sub._set_state(sub.state._replace(
+                    cmd_log=np.zeros((CMD_LOG_ROWS, K.LOG_COLS), np.int64)))
+                sub._ff_period = 0              # as in a one-state run with a command trace
+                sub._log_channel = ch
+            sub._defer_finish = True
+            self.subs.append(sub)
+        from concurrent.futures import ThreadPoolExecutor
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")
         pcap = self.subs[0].s["pr_addr"].shape[1]
         room = K.RING - 2 * pcap - 64           # ring pushes a window may make
         self._copy_rings = room < WINDOW_MIN
         self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
-        self._window = min(WINDOW_START, self._max_window)
-        # windows double while nothing is refused, up to _cap(); after a refusal they start
-        # again from WINDOW_MIN (refusals come in bursts)
-        self._gap: int | None = None            # requests between bursts of refusals
-        self._since = 0                         # requests admitted since the last refusal
         # each channel's state arrays that a window's copy takes, as views of one block: the
         # copy is one memcpy (array by array, 40 of them, it cost 2-3x more). Not in it: the
         # histograms (copied in part, see _save), the rings (above), and the command log and
@@ -1132,18 +1200,163 @@ class _StreamThreads(_ChannelThreads):
         self._bufs = [{"block": np.empty_like(b), **{k: np.empty_like(sub.s[k])
                                                       for k in (*_HISTOGRAMS, *_MAP_ARRAYS)}}
                       for b, sub in zip(self._blocks, self.subs)]
-        self._map_top = [dict.fromkeys(_MAPS, 1) for _ in self.subs]     # slots copied
         self._ckpts: list[dict[str, np.ndarray] | None] = [None] * len(self.subs)
+
+    def _hand_over(self) -> None:
+        """The one-state run, at the top of its cycle T = clock with every request so far
+        taken, becomes the channels' runs at T: each channel's rows of the state arrays, its
+        entries of the completion rings (in order, its number cleared from their codes), its
+        requests accepted and completed as its G counters; the master's state is left as it
+        is (overwritten at a hand-back or the end)."""
+        m = self.master
+        mG = m.s["G"]
+        if not self.subs:
+            self._build_subs()
+        C = m.s["C"]
+        acc = C[:, K.C_READS_ACCEPTED] + C[:, K.C_WRITES_ACCEPTED]
+        done = C[:, K.C_READS_DONE] + C[:, K.C_WRITES_DONE]
+        if int(acc.sum()) != int(mG[K.G_ACCEPTED]) or int(done.sum()) != int(mG[K.G_COMPLETED]):
+            raise SimulationError("threaded run: the channels' request counts do not add up "
+                                  "to the one-state run's at the hand-over")
+        rings = []
+        for pre, hk, nk in _RINGS:
+            j = (int(mG[hk]) + np.arange(int(mG[nk]))) & (K.RING - 1)
+            code = m.s[pre + "_code"][j]
+            rings.append((pre, hk, nk, m.s[pre + "_t"][j], code, m.s[pre + "_lat"][j],
+                          (code >> 1) & 127))
+        for ch, sub in enumerate(self.subs):
+            s = sub.s
+            for k in self.per_channel:
+                s[k][...] = m.s[k][ch:ch + 1]
+            G = s["G"]
+            G[...] = 0
+            for k in (K.G_CLK, K.G_NUM_CYCLES, K.G_LAST_ACCEPT, K.G_LAST_COMPLETE,
+                      K.G_PHANTOM_DONE, K.G_PHANTOM_ADDED):
+                G[k] = mG[k]
+            G[K.G_ACCEPTED] = acc[ch]
+            G[K.G_COMPLETED] = done[ch]
+            for pre, hk, nk, t, code, lat, cho in rings:
+                sel = cho == ch
+                n = int(np.count_nonzero(sel))
+                s[pre + "_t"][:n] = t[sel]
+                s[pre + "_code"][:n] = code[sel] & ~(127 << 1)
+                s[pre + "_lat"][:n] = lat[sel]
+                G[hk], G[nk] = 0, n
+            sub._epoch_base = {k: v[ch:ch + 1].copy() for k, v in m._epoch_base.items()}
+            sub._epoch_start, sub._next_epoch = m._epoch_start, m._next_epoch
+            sub.epochs = []
+            sub.finished = sub._ran_on = False
+            sub.requests_waiting = 0
+            sub._cmd_files = [m._cmd_files[ch]] if m._cmd_files else []
+        # (the copies' bounds: found again from the new contents at the next copy)
+        self._map_top = [dict.fromkeys(_MAPS, 1) for _ in self.subs]     # slots copied
         self._hist_top = [dict.fromkeys(_HISTOGRAMS, 1) for _ in self.subs]   # bins copied
-        self._lag = 0                           # sum of (admission - arrival)
-        self._taken = 0                         # requests admitted so far
-        self._waiting = 0                       # requests_waiting at a cycle limit
-        self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
+        self._lag = int(mG[K.G_FRONT_LAG_SUM])
+        self._taken_here = self._refused_here = 0
+        self._window = min(WINDOW_START, self._max_window)
+        self._one = False
+        self.handovers += 1
+        self.switches.append(("threads", int(mG[K.G_ACCEPTED]), int(mG[K.G_CLK])))
+
+    def _hand_back(self, cancel) -> None:
+        """The channels' runs, every one brought (input-free) to the front end's cycle T,
+        become the one-state run at T: the inverse of _hand_over, the rings merged by
+        cycle."""
+        T = self.clock
+        super()._advance(T, cancel)
+        if self.finished:                       # the cycle limit: the run is over
+            return
+        m = self.master
+        mG = m.s["G"]
+        subs = self.subs
+        for k in self.per_channel:
+            arr = m.s[k]
+            for ch, sub in enumerate(subs):
+                arr[ch] = sub.s[k][0]
+        for pre, hk, nk in _RINGS:
+            parts = []
+            for ch, sub in enumerate(subs):
+                G = sub.s["G"]
+                j = (int(G[hk]) + np.arange(int(G[nk]))) & (K.RING - 1)
+                parts.append((sub.s[pre + "_t"][j], sub.s[pre + "_code"][j] | (ch << 1),
+                              sub.s[pre + "_lat"][j]))
+            t, code, lat = (np.concatenate(x) for x in zip(*parts))
+            order = np.argsort(t, kind="stable")     # (each ring is in cycle order)
+            n = len(t)
+            m.s[pre + "_t"][:n] = t[order]
+            m.s[pre + "_code"][:n] = code[order]
+            m.s[pre + "_lat"][:n] = lat[order]
+            mG[hk], mG[nk] = 0, n
+        Gs = [sub.s["G"] for sub in subs]
+        for k in (K.G_ACCEPTED, K.G_COMPLETED, K.G_PHANTOM_ADDED):
+            mG[k] = sum(int(g[k]) for g in Gs)
+        for k in (K.G_LAST_ACCEPT, K.G_LAST_COMPLETE, K.G_PHANTOM_DONE):
+            mG[k] = max(int(g[k]) for g in Gs)
+        mG[K.G_CLK] = T
+        mG[K.G_POS] = mG[K.G_FRONT_DONE] = mG[K.G_FINISHED] = 0
+        mG[K.G_NCOMP_OUT] = mG[K.G_NLOG] = 0
+        mG[K.G_FRONT_LAG_SUM] = self._lag
+        if len({(s._epoch_start, s._next_epoch) for s in subs}) != 1:
+            raise SimulationError("threaded run: epoch boundaries differ between threads")
+        self._merge_counters()
+        m._epoch_base = {k: np.concatenate([s._epoch_base[k] for s in subs])
+                         for k in m._epoch_base}
+        m._epoch_start, m._next_epoch = subs[0]._epoch_start, subs[0]._next_epoch
+        self._one = True
+        self._clean = 0
+        self._need = min(HANDOVER_MAX, 2 * max(1, self._need))
+        self.handbacks += 1
+        self.switches.append(("one", int(mG[K.G_ACCEPTED]), T))
+        log.info("%s: --threads %d: %d refusals (full queues) in %d requests: on in one "
+                 "thread from cycle %d, until %d requests in a row are taken on time",
+                 self.cfg.name, self.threads, self._refused_here, self._taken_here, T,
+                 self._need)
 
     @property
     def clock(self) -> int:
         """The first cycle at which the front end can offer the next request."""
+        if self._one:
+            return self.master.clock
         return max(s.clock for s in self.subs)
+
+    @property
+    def finished(self) -> bool:
+        if self._one:
+            return self.master.finished
+        return any(s.finished for s in self.subs)
+
+    def _advance(self, target: int, cancel) -> None:
+        if self._one:
+            z = np.zeros(0, np.int64)
+            self.master._run(z, z, z, z, z, False, target, None, cancel)
+        else:
+            super()._advance(target, cancel)
+
+    def _one_run(self, req: tuple, p: int, hi: int, cancel) -> int:
+        """Requests p.. of the input segment [.., hi) in one state (the master), the next
+        `_need` of them; hand over to threads once that many in a row were taken when
+        offered (the front-end lag they add is that of their admissions if no queue refuses:
+        a refusal delays every later admission). Returns the first request not run."""
+        a, w, c, sr, rid = req
+        m = self.master
+        q = min(hi, p + self._need)
+        G = m.s["G"]
+        lag0 = int(G[K.G_FRONT_LAG_SUM])
+        idx = np.arange(p, q, dtype=np.int64)
+        adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), m.clock - p) + idx
+        m._run(a[p:q], w[p:q], c[p:q], sr[p:q], rid[p:q], False, 0, None, cancel)
+        if m.finished:
+            # the cycle limit: the segment's later requests due by then waited too (as when
+            # the one-thread run takes the segment whole)
+            m.requests_waiting += int(np.count_nonzero(c[q:hi] < m.options.limit))
+            return hi
+        if int(G[K.G_FRONT_LAG_SUM]) - lag0 == int((adm - c[p:q]).sum()):
+            self._clean += q - p
+        else:
+            self._clean = 0
+        if self._clean >= self._need:
+            self._hand_over()
+        return q
 
     def _ckpt(self, i: int) -> dict[str, np.ndarray]:
         """Channel i's second set of buffers (the bisection's latest state taken on time)."""
@@ -1238,8 +1451,19 @@ class _StreamThreads(_ChannelThreads):
     def _segment(self, req: tuple, chan: np.ndarray, lo: int, hi: int, cancel) -> None:
         p = lo
         while p < hi and not self.finished:
-            p = self._window_run(req, chan, p, hi, cancel)
+            if self._one:
+                p = self._one_run(req, p, hi, cancel)
+            else:
+                p = self._window_run(req, chan, p, hi, cancel)
+                if self._dense() and not self.finished:
+                    self._hand_back(cancel)
             self._check_cancel(cancel)
+
+    def _dense(self) -> bool:
+        """Refusals since the hand-over too frequent for threads to gain (each costs a
+        bisection of the channels that refused, and their first run of the window)."""
+        r = self._refused_here
+        return r >= DENSE_REFUSALS and self._taken_here < DENSE_REQUESTS_PER_REFUSAL * r
 
     def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
@@ -1296,6 +1520,7 @@ class _StreamThreads(_ChannelThreads):
                 self._waiting = int(np.count_nonzero(c[p + k:hi] < limit))
             self._lag += int((adm[:k] - c[p:p + k]).sum())
             self._taken += k
+            self._taken_here += k
             if self.finished:
                 self._settle(cancel)
                 return hi
@@ -1328,16 +1553,15 @@ class _StreamThreads(_ChannelThreads):
         self.rollbacks += sum(saved[i] is not None for i in again)
         self._lag += int((adm[:j] - c[p:p + j]).sum())
         self._taken += j
+        self._taken_here += j
         # request p + j, refused when offered at adm[j]: its channel alone runs on until it
         # takes it (at a*); the next request is offered at a* + 1 at the earliest
         p += j
         sub = self.subs[star]
         self.refusals += 1
+        self._refused_here += 1
         self._taken += 1
-        if self.refusals >= DENSE_REFUSALS and \
-                self._taken < DENSE_REQUESTS_PER_REFUSAL * self.refusals:
-            raise _DenseRefusals(f"{self.refusals} refusals in the first {self._taken} "
-                                 f"requests")
+        self._taken_here += 1
         sub._run(a[p:p + 1], w[p:p + 1], adm[j:j + 1], sr[p:p + 1], rid[p:p + 1], False, 0,
                  None, cancel)
         if sub.finished:                        # the cycle limit came first
@@ -1394,18 +1618,33 @@ class _StreamThreads(_ChannelThreads):
         return int(ix[lo]), restores
 
     def finish(self, cancel) -> None:
+        m = self.master
+        if self._one:
+            m.finish(cancel=cancel)
+            if self.handovers == 0:
+                log.info("%s: --threads %d: no stretch of %d requests taken without a "
+                         "refusal (full queues): simulated in one thread", self.cfg.name,
+                         self.threads, self._need)
+            return
         last = self.master._last_req
         if self.master.options.phantom_eof_read and last is not None:
             # DRAMsim3's extra READ of the last address: offered in that address's channel
             ch = int(address.channel(self.cfg, np.array([last[0]], np.int64))[0])
             self.subs[ch].P[K.P_PHANTOM_EOF] = 1
         super().finish(cancel)
+        # the command traces, written by the master and the channels, are complete
+        for f, tmp, path in zip(m._cmd_files, m._cmd_tmps, m._cmd_paths):
+            f.close()
+            tmp.replace(path)
+        m._cmd_files = []
         log.debug("threaded DRAMsim3-intake run: %d windows, %d refusals, %d channel "
                   "rollbacks", self.windows, self.refusals, self.rollbacks)
 
     def stats(self) -> "Stats":
-        self._merge()
         m = self.master
+        if self._one:
+            return m.stats()
+        self._merge()
         m.s["G"][K.G_FRONT_LAG_SUM] = self._lag
         m.requests_waiting = self._waiting
         return m.stats()
@@ -1529,14 +1768,7 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                            group=group)
     chunks = iter(open_chunks())
     if options.threads > 1 and cfg.channels > 1:
-        try:
-            return _simulate_threaded(cfg, chunks, options, progress, cancel)
-        except _DenseRefusals as e:
-            # the DRAMsim3 intake with queues full every few requests: one thread, from the
-            # start, is faster (the statistics are the same either way)
-            log.info("%s: --threads %d: %s (DRAMsim3 intake, full queues); simulated again "
-                     "in one thread", cfg.name, options.threads, e)
-            chunks = iter(open_chunks())
+        return _simulate_threaded(cfg, chunks, options, progress, cancel)
     if options.threads > 1:
         options = dataclasses.replace(options, threads=1)     # one channel: one thread
     sim = Simulator(cfg, options)

@@ -56,6 +56,7 @@ def _probe_run(cfg, tr, opts: SimOptions):
 @pytest.fixture
 def no_fallback(monkeypatch):
     monkeypatch.setattr(S, "DENSE_REFUSALS", 1 << 60)
+    monkeypatch.setattr(S, "HANDOVER_AFTER", 0)         # threads from the first request
 
 
 @pytest.mark.parametrize("intake", ["dramsim3", "per-channel"])

@@ -66,6 +66,12 @@ DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
 # above) waits for a stretch twice as long, up to HANDOVER_MAX, before it hands over again.
 # 0: threads from the first request (the method alone, as in the tests)
 HANDOVER_AFTER, HANDOVER_MAX = 4096, 1 << 16
+# ... and the channels each thread's Simulator simulates together: None = the channels over
+# the smallest power of two of parts not fewer than the threads (a part's kernel steps its
+# channels in one loop, which costs less than stepping each alone: HBM2 1M random, 8
+# one-channel parts took 1.33-1.49 CPU-s together, the one-state kernel ~1.1), where the
+# channel field's bits allow it; 1: one channel a part
+GROUP_CHANNELS: int | None = None
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
@@ -701,9 +707,9 @@ class Simulator:
         if n and self._cmd_files:
             rows = self.s["cmd_log"][:n]
             if self._log_channel is not None:
-                # a one-channel part of a threaded run: its kernel numbers the channel 0
+                # a part of a threaded run: its kernel numbers its channels from 0
                 rows = rows.copy()
-                rows[rows[:, 2] >= 0, 2] = self._log_channel
+                rows[rows[:, 2] >= 0, 2] += self._log_channel
             out: list[list[str]] = [[] for _ in self._cmd_files]
             for r in rows.tolist():
                 row = f"{r[6]:#x}" if r[6] >= 0 else "-0x1"
@@ -853,6 +859,10 @@ class _ChannelThreads:
         from concurrent.futures import ThreadPoolExecutor
         self.threads = min(int(options.threads), nch)
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")
+
+    def _rows(self, i: int) -> slice:
+        """The channels (rows of the one-state arrays) that part i simulates."""
+        return slice(i, i + 1)
 
     def _each(self, fn, which: Sequence[int] | None = None) -> list:
         """fn(i) for every channel i (or those in `which`, the others' results None), in
@@ -1011,8 +1021,8 @@ class _ChannelThreads:
         subs = self.subs
         for name in self.per_channel:
             arr = m.s[name]
-            for ch, sub in enumerate(subs):
-                arr[ch] = sub.s[name][0]
+            for i, sub in enumerate(subs):
+                arr[self._rows(i)] = sub.s[name]
         G = m.s["G"]
         Gs = [s.s["G"] for s in subs]
         end = int(Gs[0][K.G_NUM_CYCLES])
@@ -1075,6 +1085,37 @@ _MAP_ARRAYS = {k for ks in _MAPS.values() for k in ks}
 _RINGS = (("ring_r", K.G_RING_R_HEAD, K.G_RING_R_N), ("ring_f", K.G_RING_F_HEAD, K.G_RING_F_N))
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
+
+
+def _copy_hist(live: np.ndarray, counts: np.ndarray, copy: np.ndarray, top: int,
+               back: bool) -> None:
+    """A window copy of latency histogram rows `live` (their counters `counts`: each row's
+    sum), bins [0, top) (those above are zero when copied): into `copy`, or back from it
+    (back=True; the bins from `top` on cleared if counts were added there since)."""
+    if not back:
+        copy[:, :top] = live[:, :top]
+        return
+    if int(counts.sum()) != int(live[:, :top].sum()):
+        live[:, top:] = 0
+    live[:, :top] = copy[:, :top]
+
+
+def _copy_map(live: list[np.ndarray], copy: list[np.ndarray], top: int, back: bool) -> None:
+    """A window copy of pending-request maps' slot arrays `live` (next, line, cycle added,
+    id; a row a channel), slots [0, top) (those above never taken when copied, as built):
+    into `copy`, or back from it (back=True; the slots from `top` on built again if one of
+    them was taken since)."""
+    if not back:
+        for a, b in zip(live, copy):
+            b[:, :top] = a[:, :top]
+        return
+    nxt, addr, added, rid = live
+    if added[:, top:].any():
+        nxt[:, top:] = np.arange(top + 1, nxt.shape[1] + 1)
+        nxt[:, -1] = -1
+        addr[:, top:] = added[:, top:] = rid[:, top:] = 0
+    for a, b in zip(live, copy):
+        a[:, :top] = b[:, :top]
 
 
 class _StreamThreads(_ChannelThreads):
@@ -1145,6 +1186,8 @@ class _StreamThreads(_ChannelThreads):
         self._waiting = 0                       # requests_waiting at a cycle limit
         self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
         self.handovers = self.handbacks = 0
+        self._group = self._group_size()        # channels a part
+        self._gshift = _log2(self._group)
         # (requests taken, cycle) at every hand-over and hand-back: method diagnostics
         self.switches: list[tuple[str, int, int]] = []
         if self._need <= 0:
@@ -1155,12 +1198,16 @@ class _StreamThreads(_ChannelThreads):
         cfg = self.cfg
         one = dataclasses.replace(self.options, threads=1, cmd_trace=None)
         logs = self.options.cmd_trace is not None
-        for ch in range(cfg.channels):
+        nch = cfg.channels
+        k = self._group
+        for ch in range(0, nch, k):
             sub = Simulator(cfg, one)
             sub._set_state(sub.state._replace(**{
-                k: np.ascontiguousarray(sub.s[k][ch:ch + 1]) for k in self.per_channel}))
-            sub.P[K.P_CHANNELS] = 1
-            sub.P[K.P_CH_MASK] = 0
+                n: np.ascontiguousarray(sub.s[n][ch:ch + k]) for n in self.per_channel}))
+            # channels ch .. ch + k - 1, the channel field's high bits ch / k: its kernel
+            # sees the low bits, 0 .. k - 1
+            sub.P[K.P_CHANNELS] = k
+            sub.P[K.P_CH_MASK] = k - 1
             sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
             if logs:
                 # its commands go to its channel's file (the master's), as that channel's
@@ -1168,13 +1215,13 @@ class _StreamThreads(_ChannelThreads):
                 sub._set_state(sub.state._replace(
                     cmd_log=np.zeros((CMD_LOG_ROWS, K.LOG_COLS), np.int64)))
                 sub._ff_period = 0              # as in a one-state run with a command trace
-                sub._log_channel = ch
+                sub._log_channel = ch           # (its first channel)
             sub._defer_finish = True
             self.subs.append(sub)
         from concurrent.futures import ThreadPoolExecutor
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")
         pcap = self.subs[0].s["pr_addr"].shape[1]
-        room = K.RING - 2 * pcap - 64           # ring pushes a window may make
+        room = K.RING - 2 * pcap * k - 64       # ring pushes a window may make
         self._copy_rings = room < WINDOW_MIN
         self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
         # each channel's state arrays that a window's copy takes, as views of one block: the
@@ -1202,6 +1249,21 @@ class _StreamThreads(_ChannelThreads):
                       for b, sub in zip(self._blocks, self.subs)]
         self._ckpts: list[dict[str, np.ndarray] | None] = [None] * len(self.subs)
 
+    def _group_size(self) -> int:
+        nch = self.cfg.channels
+        if GROUP_CHANNELS is not None:
+            k = int(GROUP_CHANNELS)
+        else:
+            parts = 1 << max(0, int(self.threads - 1).bit_length())
+            k = max(1, nch // parts)
+        pow2 = nch & (nch - 1) == 0 and k & (k - 1) == 0
+        if k > 1 and not (pow2 and nch % k == 0 and int(self.master.P[K.P_CH_MASK]) == nch - 1):
+            k = 1
+        return max(1, min(k, nch))
+
+    def _rows(self, i: int) -> slice:
+        return slice(i * self._group, (i + 1) * self._group)
+
     def _hand_over(self) -> None:
         """The one-state run, at the top of its cycle T = clock with every request so far
         taken, becomes the channels' runs at T: each channel's rows of the state arrays, its
@@ -1213,8 +1275,9 @@ class _StreamThreads(_ChannelThreads):
         if not self.subs:
             self._build_subs()
         C = m.s["C"]
-        acc = C[:, K.C_READS_ACCEPTED] + C[:, K.C_WRITES_ACCEPTED]
-        done = C[:, K.C_READS_DONE] + C[:, K.C_WRITES_DONE]
+        k = self._group
+        acc = (C[:, K.C_READS_ACCEPTED] + C[:, K.C_WRITES_ACCEPTED]).reshape(-1, k).sum(1)
+        done = (C[:, K.C_READS_DONE] + C[:, K.C_WRITES_DONE]).reshape(-1, k).sum(1)
         if int(acc.sum()) != int(mG[K.G_ACCEPTED]) or int(done.sum()) != int(mG[K.G_COMPLETED]):
             raise SimulationError("threaded run: the channels' request counts do not add up "
                                   "to the one-state run's at the hand-over")
@@ -1224,30 +1287,32 @@ class _StreamThreads(_ChannelThreads):
             code = m.s[pre + "_code"][j]
             rings.append((pre, hk, nk, m.s[pre + "_t"][j], code, m.s[pre + "_lat"][j],
                           (code >> 1) & 127))
-        for ch, sub in enumerate(self.subs):
+        for i, sub in enumerate(self.subs):
             s = sub.s
-            for k in self.per_channel:
-                s[k][...] = m.s[k][ch:ch + 1]
+            rows = self._rows(i)
+            for n in self.per_channel:
+                s[n][...] = m.s[n][rows]
             G = s["G"]
             G[...] = 0
-            for k in (K.G_CLK, K.G_NUM_CYCLES, K.G_LAST_ACCEPT, K.G_LAST_COMPLETE,
+            for g in (K.G_CLK, K.G_NUM_CYCLES, K.G_LAST_ACCEPT, K.G_LAST_COMPLETE,
                       K.G_PHANTOM_DONE, K.G_PHANTOM_ADDED):
-                G[k] = mG[k]
-            G[K.G_ACCEPTED] = acc[ch]
-            G[K.G_COMPLETED] = done[ch]
+                G[g] = mG[g]
+            G[K.G_ACCEPTED] = acc[i]
+            G[K.G_COMPLETED] = done[i]
             for pre, hk, nk, t, code, lat, cho in rings:
-                sel = cho == ch
+                sel = (cho >> self._gshift) == i
                 n = int(np.count_nonzero(sel))
                 s[pre + "_t"][:n] = t[sel]
-                s[pre + "_code"][:n] = code[sel] & ~(127 << 1)
+                # (the channel in the code: its number in the part)
+                s[pre + "_code"][:n] = (code[sel] & ~(127 << 1)) | ((cho[sel] & (k - 1)) << 1)
                 s[pre + "_lat"][:n] = lat[sel]
                 G[hk], G[nk] = 0, n
-            sub._epoch_base = {k: v[ch:ch + 1].copy() for k, v in m._epoch_base.items()}
+            sub._epoch_base = {n: v[rows].copy() for n, v in m._epoch_base.items()}
             sub._epoch_start, sub._next_epoch = m._epoch_start, m._next_epoch
             sub.epochs = []
             sub.finished = sub._ran_on = False
             sub.requests_waiting = 0
-            sub._cmd_files = [m._cmd_files[ch]] if m._cmd_files else []
+            sub._cmd_files = m._cmd_files[rows]
         # (the copies' bounds: found again from the new contents at the next copy)
         self._map_top = [dict.fromkeys(_MAPS, 1) for _ in self.subs]     # slots copied
         self._hist_top = [dict.fromkeys(_HISTOGRAMS, 1) for _ in self.subs]   # bins copied
@@ -1269,16 +1334,18 @@ class _StreamThreads(_ChannelThreads):
         m = self.master
         mG = m.s["G"]
         subs = self.subs
-        for k in self.per_channel:
-            arr = m.s[k]
-            for ch, sub in enumerate(subs):
-                arr[ch] = sub.s[k][0]
+        for n in self.per_channel:
+            arr = m.s[n]
+            for i, sub in enumerate(subs):
+                arr[self._rows(i)] = sub.s[n]
         for pre, hk, nk in _RINGS:
             parts = []
-            for ch, sub in enumerate(subs):
+            for i, sub in enumerate(subs):
                 G = sub.s["G"]
                 j = (int(G[hk]) + np.arange(int(G[nk]))) & (K.RING - 1)
-                parts.append((sub.s[pre + "_t"][j], sub.s[pre + "_code"][j] | (ch << 1),
+                # (the channel in the code: part i's first channel added to its number)
+                parts.append((sub.s[pre + "_t"][j],
+                              sub.s[pre + "_code"][j] + ((i * self._group) << 1),
                               sub.s[pre + "_lat"][j]))
             t, code, lat = (np.concatenate(x) for x in zip(*parts))
             order = np.argsort(t, kind="stable")     # (each ring is in cycle order)
@@ -1365,7 +1432,7 @@ class _StreamThreads(_ChannelThreads):
         return self._ckpts[i]
 
     def _save(self, i: int, arrays: dict[str, np.ndarray]) -> tuple:
-        """Channel i's state copied into `arrays`: what _restore puts back.
+        """Part i's state copied into `arrays`: what _restore puts back.
 
         Of a latency histogram only the bins up to its highest non-empty one are copied
         (two histograms of 32,768 bins, nearly all empty, were 60 % of a copy's bytes):
@@ -1375,26 +1442,27 @@ class _StreamThreads(_ChannelThreads):
         taken: the others are as built, and _restore builds them again if a slot among
         them was taken since."""
         sub = self.subs[i]
+        s = sub.s
         np.copyto(arrays["block"], self._blocks[i])
         tops = []
         for k, counter in _HISTOGRAMS.items():
-            h = sub.s[k][0]
+            h = s[k]
             top = self._hist_top[i][k]
-            if int(h[:top].sum()) != int(sub.s["C"][0, counter]):
+            if int(h[:, :top].sum()) != int(s["C"][:, counter].sum()):
                 # (with room above: the bins just above the highest count are zero too)
-                top = min(h.size, int(np.flatnonzero(h)[-1]) + 1 + 1024)
+                top = min(h.shape[1], int(np.flatnonzero(h.any(axis=0))[-1]) + 1 + 1024)
                 self._hist_top[i][k] = top
-            arrays[k][0, :top] = h[:top]
+            _copy_hist(h, s["C"][:, counter], arrays[k], top, back=False)
             tops.append(top)
         for m, names in _MAPS.items():
-            added = sub.s[names[2]][0]
+            added = s[names[2]]
             top = self._map_top[i][m]
-            if added[top:].any():
+            if added[:, top:].any():
                 # (with room above: the slots just above the highest taken are as built)
-                top = min(added.size, int(np.flatnonzero(added)[-1]) + 1 + 256)
+                top = min(added.shape[1],
+                          int(np.flatnonzero(added.any(axis=0))[-1]) + 1 + 256)
                 self._map_top[i][m] = top
-            for k in names:
-                arrays[k][0, :top] = sub.s[k][0, :top]
+            _copy_map([s[k] for k in names], [arrays[k] for k in names], top, back=False)
             tops.append(top)
         return (arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs),
                 [f.tell() for f in sub._cmd_files], tops)
@@ -1402,20 +1470,12 @@ class _StreamThreads(_ChannelThreads):
     def _restore(self, i: int, saved: tuple) -> None:
         arrays, attrs, n_epochs, log_ends, tops = saved
         sub = self.subs[i]
+        s = sub.s
+        # (before the block: the histograms' check reads the counters as they are now)
         for (k, counter), top in zip(_HISTOGRAMS.items(), tops):
-            h = sub.s[k][0]
-            # counts added since the copy beyond its bins: there the copy had zeros
-            if int(sub.s["C"][0, counter]) != int(h[:top].sum()):
-                h[top:] = 0
-            h[:top] = arrays[k][0, :top]
-        for (m, names), top in zip(_MAPS.items(), tops[len(_HISTOGRAMS):]):
-            nxt, addr, added, rid = (sub.s[k][0] for k in names)
-            if added[top:].any():               # slots taken since the copy, first time
-                nxt[top:] = np.arange(top + 1, nxt.size + 1)
-                nxt[-1] = -1
-                addr[top:] = added[top:] = rid[top:] = 0
-            for k in names:
-                sub.s[k][0, :top] = arrays[k][0, :top]
+            _copy_hist(s[k], s["C"][:, counter], arrays[k], top, back=True)
+        for names, top in zip(_MAPS.values(), tops[len(_HISTOGRAMS):]):
+            _copy_map([s[k] for k in names], [arrays[k] for k in names], top, back=True)
         self._blocks[i][...] = arrays["block"]
         for n, v in attrs.items():
             setattr(sub, n, v)
@@ -1424,37 +1484,41 @@ class _StreamThreads(_ChannelThreads):
             f.seek(end)
             f.truncate()
 
-    def _cannot_refuse(self, i: int, is_write: np.ndarray) -> bool:
-        """Channel i's controller takes each of these requests (its next ones) whenever they
-        come: its queues and pending-request maps hold them all on top of what they hold
-        now (entries only leave them meanwhile)."""
+    def _cannot_refuse(self, i: int, is_write: np.ndarray, local: np.ndarray) -> bool:
+        """Part i's controllers take each of these requests (its next ones; `local`: their
+        channels' numbers in the part) whenever they come: every channel's queues and
+        pending-request maps hold them all on top of what they hold now (entries only leave
+        them meanwhile)."""
         sub = self.subs[i]
         s = sub.s
-        tq = s["tq_n"][0]
-        nw = int(np.count_nonzero(is_write))
-        nr = len(is_write) - nw
+        k = self._group
+        nw = np.bincount(local[is_write != 0], minlength=k)
+        nr = np.bincount(local, minlength=k) - nw
+        tq = s["tq_n"]
         tqs = int(sub.P[K.P_TQ_SIZE])
         if sub.P[K.P_UNIFIED] != 0:
-            if int(tq[0]) + nr + nw > tqs:
+            if (tq[:, 0] + nr + nw > tqs).any():
                 return False
-        elif int(tq[0]) + nr > tqs or int(tq[1]) + nw > tqs:
+        elif (tq[:, 0] + nr > tqs).any() or (tq[:, 1] + nw > tqs).any():
             return False
-        C = s["C"][0]
+        C = s["C"]
         pcap = s["pr_addr"].shape[1]
         # live map entries: every read not answered from the write buffer adds one, every
         # READ command removes at least one; every write not merged adds one, its WRITE
         # command removes it
-        reads = int(C[K.C_READS_ACCEPTED] - C[K.C_WBUF_HITS] - C[K.C_READ_CMDS])
-        writes = int(C[K.C_WRITES_ACCEPTED] - C[K.C_WRITE_MERGES] - C[K.C_WRITE_CMDS])
-        return reads + nr <= pcap and writes + nw <= pcap
+        reads = C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS] - C[:, K.C_READ_CMDS]
+        writes = C[:, K.C_WRITES_ACCEPTED] - C[:, K.C_WRITE_MERGES] - C[:, K.C_WRITE_CMDS]
+        return bool((reads + nr <= pcap).all() and (writes + nw <= pcap).all())
 
     def _segment(self, req: tuple, chan: np.ndarray, lo: int, hi: int, cancel) -> None:
         p = lo
+        part = chan >> self._gshift             # each request's part (thread's Simulator)
+        self._local = chan & (self._group - 1)  # ... and its channel's number there
         while p < hi and not self.finished:
             if self._one:
                 p = self._one_run(req, p, hi, cancel)
             else:
-                p = self._window_run(req, chan, p, hi, cancel)
+                p = self._window_run(req, part, p, hi, cancel)
                 if self._dense() and not self.finished:
                     self._hand_back(cancel)
             self._check_cancel(cancel)
@@ -1498,7 +1562,9 @@ class _StreamThreads(_ChannelThreads):
         # channels that cannot refuse any of their window's requests run second, once the
         # window is known to be exact: no copy, no re-run
         tqs = int(self.subs[0].P[K.P_TQ_SIZE])
-        safe = [0 < sel[i].size <= 2 * tqs and self._cannot_refuse(i, w[p + sel[i]])
+        most = 2 * tqs * self._group
+        safe = [0 < sel[i].size <= most and self._cannot_refuse(i, w[p + sel[i]],
+                                                                 self._local[p + sel[i]])
                 for i in range(nsub)]
 
         # (a channel with no request is left behind: it runs input-free up to its next one
@@ -1630,7 +1696,7 @@ class _StreamThreads(_ChannelThreads):
         if self.master.options.phantom_eof_read and last is not None:
             # DRAMsim3's extra READ of the last address: offered in that address's channel
             ch = int(address.channel(self.cfg, np.array([last[0]], np.int64))[0])
-            self.subs[ch].P[K.P_PHANTOM_EOF] = 1
+            self.subs[ch >> self._gshift].P[K.P_PHANTOM_EOF] = 1
         super().finish(cancel)
         # the command traces, written by the master and the channels, are complete
         for f, tmp, path in zip(m._cmd_files, m._cmd_tmps, m._cmd_paths):

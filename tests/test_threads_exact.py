@@ -127,6 +127,7 @@ def test_threads_cancel_ends_cleanly(tmp_path, intake):
 
 def test_threads_error_in_a_channel_thread(tmp_path, monkeypatch):
     """An exception in one channel's thread reaches the caller; no partial trace is left."""
+    monkeypatch.setattr(S, "GROUP_CHANNELS", 1)         # a Simulator a channel
     cfg = load_config("HBM2")
     tr = _mixed(tmp_path / "m.trace", 20000, 4, interval=2)
     run = S.Simulator._run

@@ -59,11 +59,13 @@ def switchy(monkeypatch):
     monkeypatch.setattr(S, "DENSE_REFUSALS", 2)
 
 
-@pytest.mark.parametrize("threads", [2, 3])
-def test_handover_and_back_identical_hbm2(tmp_path, threads, switchy):
+@pytest.mark.parametrize("threads,group", [(2, None), (3, None), (2, 1)])
+def test_handover_and_back_identical_hbm2(tmp_path, monkeypatch, threads, group, switchy):
     """A mixed trace on HBM2 at one request every 2 cycles: bursts of refusals between
     stretches without; the run switches between one thread and threads several times, with
-    reads in flight, and every statistic and command trace equals the one-thread run's."""
+    reads in flight, and every statistic and command trace equals the one-thread run's
+    (channels 4 or 2 a thread's Simulator, or one)."""
+    monkeypatch.setattr(S, "GROUP_CHANNELS", group)
     cfg = load_config("HBM2")
     tr = _mixed(tmp_path / "m.trace", 14000, 7, interval=2)
     runs = (dict(epoch=1500, chunk_size=1000), dict(chunk_size=4096),

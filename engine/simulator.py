@@ -50,16 +50,17 @@ FF_MIN_PERIODS = 64          # idle stretches of at least this many refresh peri
 FF_PROBES = 6                # periods simulated, at most, to find the periodic idle state
 FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast_forward)
 # threads under the DRAMsim3 intake (_StreamThreads): requests per optimistic window, least,
-# first and most (the most also bounds what a window pushes into the completion rings)
+# first and most (a window also leaves room in the completion rings: _ring_room)
 WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
 # ... a refusal after this many requests without one starts a burst; and the cost of a copy of
 # one channel's state at a window's start, in requests simulated (~100 us against ~1 us, HBM2)
 WINDOW_BURST, WINDOW_COPY_COST = 1024, 100
-# ... and the refusal rate at which it gives up for one thread, checked from the
-# DENSE_REFUSALS-th refusal on (each refusal costs a few ms of CPU, ~1 ms of the critical
-# path; on the mixed benchmark trace, 1 refusal per 7,400 requests, kept threaded it gained
-# 1.05x on idle cores for 60 % more CPU: RESULTS.md, issue 17r)
-DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
+# ... and the refusal rate since the last hand-over at which it hands back to one thread,
+# checked from the DENSE_REFUSALS-th refusal on (each refusal costs a bisection of its part:
+# a few ms of CPU with 4 channels a part; on the mixed benchmark trace, 1M requests, handing
+# back at the 16th refusal kept it threaded for 51 refusals at 1.6x the CPU of one thread,
+# at the 1st its CPU stayed that of one thread: RESULTS.md, issue 17t of 2026-12-03 evening)
+DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 1, 20_000
 # ... and the one-thread start: a run starts in one thread (one state, the master Simulator)
 # and hands over to the channels' threads once HANDOVER_AFTER requests in a row were taken
 # without a refusal (checked in pieces of that many); a run handed back (refusals too dense,
@@ -1145,9 +1146,12 @@ class _StreamThreads(_ChannelThreads):
     15-35 % slower: same-session A/B). Channels that cannot refuse any of their window's
     requests (room for all of them) run only once the window is known to be exact, with no
     copy. Windows shrink after a refusal and grow while there is none. The completion
-    rings are not copied: a window of at most `_max_window` requests pushes fewer entries
-    into them than they hold beside the entries in flight, so restoring their indices (in
-    G) restores them.
+    rings are not copied: a window takes no more requests than the rings have room for
+    beside the entries in flight (_ring_room), so restoring their indices (in G) restores
+    them. A thread's Simulator simulates a group of channels (GROUP_CHANNELS; 4 of HBM2's 8
+    with 2 threads): the channel field's high bits pick the group, its kernel sees the low
+    bits as its channels, and its per-cycle work is shared by them (8 one-channel kernels
+    took 20-35 % more CPU than the one-state kernel for the same run).
 
     A run starts in one thread: the master Simulator runs the one-state run, in pieces of
     `_need` requests, and hands over to the channels (_hand_over: its state cut into theirs,
@@ -1221,9 +1225,10 @@ class _StreamThreads(_ChannelThreads):
         from concurrent.futures import ThreadPoolExecutor
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")
         pcap = self.subs[0].s["pr_addr"].shape[1]
-        room = K.RING - 2 * pcap * k - 64       # ring pushes a window may make
-        self._copy_rings = room < WINDOW_MIN
-        self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
+        # (the rings are copied only if the most a ring can hold in flight, every pending
+        # map full, leaves no room for a short window; else see _ring_room)
+        self._copy_rings = K.RING - 2 * pcap * k - 64 < WINDOW_MIN
+        self._max_window = WINDOW_MAX
         # each channel's state arrays that a window's copy takes, as views of one block: the
         # copy is one memcpy (array by array, 40 of them, it cost 2-3x more). Not in it: the
         # histograms (copied in part, see _save), the rings (above), and the command log and
@@ -1533,7 +1538,8 @@ class _StreamThreads(_ChannelThreads):
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
         return the first request not admitted."""
         a, w, c, sr, rid = req
-        q = min(hi, p + self._window)
+        q = min(hi, p + (self._window if self._copy_rings else
+                         min(self._window, self._ring_room())))
         idx = np.arange(p, q, dtype=np.int64)
         # the admissions if no queue refuses (offsets into the window from here on)
         adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), self.clock - p) + idx
@@ -1644,6 +1650,22 @@ class _StreamThreads(_ChannelThreads):
             self._gap = since if self._gap is None else (self._gap + since) // 2
         self._since = 0
         return p + 1
+
+    def _ring_room(self) -> int:
+        """The most requests a window may take without copying the completion rings: each
+        request pushes at most one entry into one ring, and each read in a pending map
+        one into the read ring; the entries in them now and those pushes must fit, so
+        that a rolled-back window's pushes overwrite no entry in flight (at the window's
+        start 'in flight' is the rings' live entries plus the pending reads: HBM2, a few
+        hundred; the bound over full maps, 2 x 4,256 a channel, was 31,424 for 4 channels)."""
+        most = 0
+        for sub in self.subs:
+            G = sub.s["G"]
+            C = sub.s["C"]
+            reads = int((C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS]
+                         - C[:, K.C_READ_CMDS]).sum())
+            most = max(most, int(G[K.G_RING_R_N]) + reads, int(G[K.G_RING_F_N]))
+        return max(1, K.RING - 64 - most)
 
     def _cap(self) -> int:
         """The longest window now. A refused window's first run is lost (the channels run

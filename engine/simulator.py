@@ -55,16 +55,17 @@ WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
 # ... a refusal after this many requests without one starts a burst; and the cost of a copy of
 # one channel's state at a window's start, in requests simulated (~100 us against ~1 us, HBM2)
 WINDOW_BURST, WINDOW_COPY_COST = 1024, 100
-# ... and the refusal rate since the last hand-over at which it hands back to one thread,
-# checked from the DENSE_REFUSALS-th refusal on (each refusal costs a bisection of its part:
-# a few ms of CPU with 4 channels a part; on the mixed benchmark trace, 1M requests, handing
-# back at the 16th refusal kept it threaded for 51 refusals at 1.6x the CPU of one thread,
-# at the 1st its CPU stayed that of one thread: RESULTS.md, issue 17t of 2026-12-03 evening)
-DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 1, 20_000
+# ... and the refusals since the last hand-over at which it hands back to one thread (the
+# window of the last one is simulated again there, from its start; a refusal resolved in
+# threads costs the window's first run and a bisection of its part, a few ms of CPU with 4
+# channels a part: on the mixed benchmark trace, 1M requests, handing back at the 16th
+# refusal kept it threaded for 51 refusals at 1.6x the CPU of one thread: RESULTS.md,
+# issue 17t of 2026-12-03 evening)
+DENSE_REFUSALS = 1
 # ... and the one-thread start: a run starts in one thread (one state, the master Simulator)
 # and hands over to the channels' threads once HANDOVER_AFTER requests in a row were taken
 # without a refusal (checked in pieces of that many); a run handed back (refusals too dense,
-# above) waits for a stretch twice as long, up to HANDOVER_MAX, before it hands over again.
+# above) waits for a stretch 4 times as long, up to HANDOVER_MAX, before it hands over again.
 # 0: threads from the first request (the method alone, as in the tests)
 HANDOVER_AFTER, HANDOVER_MAX = 4096, 1 << 16
 # ... and the channels each thread's Simulator simulates together: None = the channels over
@@ -1157,10 +1158,11 @@ class _StreamThreads(_ChannelThreads):
     `_need` requests, and hands over to the channels (_hand_over: its state cut into theirs,
     the completion rings split by channel) once a piece was taken with no refusal (its
     front-end lag is that of its admissions if no queue refuses). So a run whose queues
-    refuse often never pays for threads. Where refusals come too often for threads to gain
-    after a hand-over, the channels hand back (_hand_back: every channel brought to the
-    front end's cycle, the states merged, the rings merged by cycle) and the run goes on in
-    one thread until a piece twice as long is taken with no refusal.
+    refuse often never pays for threads. At a refusal after a hand-over (the
+    DENSE_REFUSALS-th) the parts go back to the window's start and hand back (_hand_back:
+    every part brought to the front end's cycle, the states merged, the rings merged by
+    cycle); the run goes on in one thread until a piece 4 times as long is taken with no
+    refusal.
 
     The channels see admission cycles as arrivals, so the front-end lag and the requests
     waiting at a cycle limit are counted here, from the true arrivals."""
@@ -1180,6 +1182,7 @@ class _StreamThreads(_ChannelThreads):
         self.threads = min(int(options.threads), cfg.channels)
         self.pool = None
         self._one = True                        # the master runs (one state), not the subs
+        self._back = False                      # a window's refusal: hand back to one state
         self._need = HANDOVER_AFTER             # requests without a refusal to hand over
         self._clean = 0                         # ... taken so, in a row, in one state
         self._gap: int | None = None            # requests between bursts of refusals
@@ -1324,6 +1327,9 @@ class _StreamThreads(_ChannelThreads):
         self._lag = int(mG[K.G_FRONT_LAG_SUM])
         self._taken_here = self._refused_here = 0
         self._window = min(WINDOW_START, self._max_window)
+        # (windows as long as the rings allow again: the stretches between bursts of
+        # refusals that cap them, _cap, were measured in threads before a hand-back)
+        self._gap, self._since = None, 0
         self._one = False
         self.handovers += 1
         self.switches.append(("threads", int(mG[K.G_ACCEPTED]), int(mG[K.G_CLK])))
@@ -1376,7 +1382,7 @@ class _StreamThreads(_ChannelThreads):
         m._epoch_start, m._next_epoch = subs[0]._epoch_start, subs[0]._next_epoch
         self._one = True
         self._clean = 0
-        self._need = min(HANDOVER_MAX, 2 * max(1, self._need))
+        self._need = min(HANDOVER_MAX, 4 * max(1, self._need))
         self.handbacks += 1
         self.switches.append(("one", int(mG[K.G_ACCEPTED]), T))
         log.info("%s: --threads %d: %d refusals (full queues) in %d requests: on in one "
@@ -1524,15 +1530,10 @@ class _StreamThreads(_ChannelThreads):
                 p = self._one_run(req, p, hi, cancel)
             else:
                 p = self._window_run(req, part, p, hi, cancel)
-                if self._dense() and not self.finished:
+                if self._back:
+                    self._back = False
                     self._hand_back(cancel)
             self._check_cancel(cancel)
-
-    def _dense(self) -> bool:
-        """Refusals since the hand-over too frequent for threads to gain (each costs a
-        bisection of the channels that refused, and their first run of the window)."""
-        r = self._refused_here
-        return r >= DENSE_REFUSALS and self._taken_here < DENSE_REQUESTS_PER_REFUSAL * r
 
     def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
@@ -1599,6 +1600,16 @@ class _StreamThreads(_ChannelThreads):
             self._since += k
             self._window = min(self._cap(), 2 * self._window)
             return q
+        r = self._refused_here + 1
+        if r >= DENSE_REFUSALS:
+            # refusals too frequent for threads: every part that ran goes back to the
+            # window's start, and the run goes on from there in one thread (_segment), which
+            # simulates the window again (no bisection)
+            self._each(lambda i: self._restore(i, saved[i]), risky)
+            self.refusals += 1
+            self._refused_here = r
+            self._back = True
+            return p
         # a queue refused a request offered at its admission. Before the first refused
         # request, j, every admission was right; from j on they are all later. Each channel
         # that refused one finds its first (in parallel, from its own copy: a bisection of

@@ -69,10 +69,13 @@ if threads > 1:
                 res[i] = r
             return res
     m0, p0 = time.thread_time(), time.process_time()
+    # (trees before issue 17t's evening session restarted a run with dense refusals in one
+    # thread: _DenseRefusals; later ones switch between one thread and threads in place)
+    dense = getattr(S, "_DenseRefusals", ())
     try:
         S._simulate_threaded(cfg, iter_trace(sys.argv[3], chunk_size=opts.chunk_size), opts,
                              None, None, runner=Probe)
-    except S._DenseRefusals:        # as simulate_trace: again in one thread
+    except dense:
         simulate_trace(cfg, sys.argv[3], SimOptions(intake=sys.argv[5], epoch=10**12))
     # (threads that are in no parallel step, the trace reader's, only count here: all the
     # CPU seconds over N is the least wall time on N cores)

@@ -1,6 +1,6 @@
 """How often the DRAMsim3 intake stalls: the requests whose channel refused them when the front
 end offered them (queue full), counted by the threaded run's refusal count (engine.simulator.
-_StreamThreads, one thread, no one-thread fallback). This decides what threads gain under
+_StreamThreads, one thread, no one-thread start or fallback). This decides what threads gain under
 that intake: every refusal is a synchronisation of all channels.
 
     .venv/bin/python benchmarks/count_intake_stalls.py --config HBM2 DIR/stream.trace ...
@@ -23,6 +23,7 @@ def count(cfg, path: str) -> tuple[int, int, int]:
             seen.append((self._taken, self.refusals, self.windows))
             return super().stats()
     S.DENSE_REFUSALS = 1 << 60
+    S.HANDOVER_AFTER = 0          # threads from the first request (no one-thread start)
     opts = S.SimOptions(threads=1, epoch=10**12)
     S._simulate_threaded(cfg, iter_trace(path, chunk_size=opts.chunk_size), opts, None, None,
                          runner=Counted)

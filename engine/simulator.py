@@ -50,16 +50,30 @@ FF_MIN_PERIODS = 64          # idle stretches of at least this many refresh peri
 FF_PROBES = 6                # periods simulated, at most, to find the periodic idle state
 FF_BIG = 1 << 16             # state arrays this large are not copied (see _fast_forward)
 # threads under the DRAMsim3 intake (_StreamThreads): requests per optimistic window, least,
-# first and most (the most also bounds what a window pushes into the completion rings)
+# first and most (a window also leaves room in the completion rings: _ring_room)
 WINDOW_MIN, WINDOW_START, WINDOW_MAX = 256, 4096, 32768
 # ... a refusal after this many requests without one starts a burst; and the cost of a copy of
 # one channel's state at a window's start, in requests simulated (~100 us against ~1 us, HBM2)
 WINDOW_BURST, WINDOW_COPY_COST = 1024, 100
-# ... and the refusal rate at which it gives up for one thread, checked from the
-# DENSE_REFUSALS-th refusal on (each refusal costs a few ms of CPU, ~1 ms of the critical
-# path; on the mixed benchmark trace, 1 refusal per 7,400 requests, kept threaded it gained
-# 1.05x on idle cores for 60 % more CPU: RESULTS.md, issue 17r)
-DENSE_REFUSALS, DENSE_REQUESTS_PER_REFUSAL = 16, 20_000
+# ... and the refusals since the last hand-over at which it hands back to one thread (the
+# window of the last one is simulated again there, from its start; a refusal resolved in
+# threads costs the window's first run and a bisection of its part, a few ms of CPU with 4
+# channels a part: on the mixed benchmark trace, 1M requests, handing back at the 16th
+# refusal kept it threaded for 51 refusals at 1.6x the CPU of one thread: RESULTS.md,
+# issue 17t of 2026-12-03 evening)
+DENSE_REFUSALS = 1
+# ... and the one-thread start: a run starts in one thread (one state, the master Simulator)
+# and hands over to the channels' threads once HANDOVER_AFTER requests in a row were taken
+# without a refusal (checked in pieces of that many); a run handed back (refusals too dense,
+# above) waits for a stretch 4 times as long, up to HANDOVER_MAX, before it hands over again.
+# 0: threads from the first request (the method alone, as in the tests)
+HANDOVER_AFTER, HANDOVER_MAX = 4096, 1 << 16
+# ... and the channels each thread's Simulator simulates together: None = the channels over
+# the smallest power of two of parts not fewer than the threads (a part's kernel steps its
+# channels in one loop, which costs less than stepping each alone: HBM2 1M random, 8
+# one-channel parts took 1.33-1.49 CPU-s together, the one-state kernel ~1.1), where the
+# channel field's bits allow it; 1: one channel a part
+GROUP_CHANNELS: int | None = None
 # the front end's intake (SimOptions.intake): "dramsim3" offers one request a cycle to the whole
 # memory system in trace order, as DRAMsim3's trace-driven CPU does (the default; results are
 # DRAMsim3's); "per-channel" lets every channel accept one request a cycle, each channel in
@@ -695,9 +709,9 @@ class Simulator:
         if n and self._cmd_files:
             rows = self.s["cmd_log"][:n]
             if self._log_channel is not None:
-                # a one-channel part of a threaded run: its kernel numbers the channel 0
+                # a part of a threaded run: its kernel numbers its channels from 0
                 rows = rows.copy()
-                rows[rows[:, 2] >= 0, 2] = self._log_channel
+                rows[rows[:, 2] >= 0, 2] += self._log_channel
             out: list[list[str]] = [[] for _ in self._cmd_files]
             for r in rows.tolist():
                 row = f"{r[6]:#x}" if r[6] >= 0 else "-0x1"
@@ -847,6 +861,10 @@ class _ChannelThreads:
         from concurrent.futures import ThreadPoolExecutor
         self.threads = min(int(options.threads), nch)
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")
+
+    def _rows(self, i: int) -> slice:
+        """The channels (rows of the one-state arrays) that part i simulates."""
+        return slice(i, i + 1)
 
     def _each(self, fn, which: Sequence[int] | None = None) -> list:
         """fn(i) for every channel i (or those in `which`, the others' results None), in
@@ -1005,8 +1023,8 @@ class _ChannelThreads:
         subs = self.subs
         for name in self.per_channel:
             arr = m.s[name]
-            for ch, sub in enumerate(subs):
-                arr[ch] = sub.s[name][0]
+            for i, sub in enumerate(subs):
+                arr[self._rows(i)] = sub.s[name]
         G = m.s["G"]
         Gs = [s.s["G"] for s in subs]
         end = int(Gs[0][K.G_NUM_CYCLES])
@@ -1018,10 +1036,19 @@ class _ChannelThreads:
         G[K.G_FINISHED] = G[K.G_FRONT_DONE] = 1
         m.finished = True
         m.requests_waiting = sum(s.requests_waiting for s in subs)
-        m.fast_forwards = sum(s.fast_forwards for s in subs)
-        m.fast_forward_cycles = sum(s.fast_forward_cycles for s in subs)
-        m.wall_seconds = max(s.wall_seconds for s in subs)
-        m.epochs = []
+        self._merge_counters()
+
+    def _merge_counters(self) -> None:
+        """The channels' epochs and run counters added to the master's (which holds those of
+        any part it ran in one state itself); the channels' are cleared."""
+        m = self.master
+        subs = self.subs
+        m.fast_forwards += sum(s.fast_forwards for s in subs)
+        m.fast_forward_cycles += sum(s.fast_forward_cycles for s in subs)
+        m.wall_seconds += max(s.wall_seconds for s in subs)
+        for s in subs:
+            s.fast_forwards = s.fast_forward_cycles = 0
+            s.wall_seconds = 0.0
         for recs in zip(*(s.epochs for s in subs)):
             r0 = recs[0]
             if any((r.start, r.end) != (r0.start, r0.end) for r in recs):
@@ -1037,16 +1064,15 @@ class _ChannelThreads:
             m.epochs.append(EpochRecord(start=r0.start, end=r0.end, **fields))
         if len({len(s.epochs) for s in subs}) != 1:
             raise SimulationError("threaded run: epoch counts differ between threads")
+        for s in subs:
+            s.epochs = []
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
         for s in self.subs:
             s.close()
         self.master.close()
-
-
-class _DenseRefusals(Exception):
-    """A threaded DRAMsim3-intake run met full queues too often to gain from threads."""
 
 
 # the latency histograms (each bin count of one counter: its sum), copied in part
@@ -1057,8 +1083,41 @@ _HISTOGRAMS = {"hist_r": K.C_READS_DONE, "hist_w": K.C_WRITE_LAT_N}
 _MAPS = {m: tuple(m + f for f in ("_next", "_addr", "_added", "_id")) for m in ("pr", "pw")}
 _MAP_ARRAYS = {k for ks in _MAPS.values() for k in ks}
 # a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
+# the completion rings: name, and the G slots of their head and length
+_RINGS = (("ring_r", K.G_RING_R_HEAD, K.G_RING_R_N), ("ring_f", K.G_RING_F_HEAD, K.G_RING_F_N))
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
+
+
+def _copy_hist(live: np.ndarray, counts: np.ndarray, copy: np.ndarray, top: int,
+               back: bool) -> None:
+    """A window copy of latency histogram rows `live` (their counters `counts`: each row's
+    sum), bins [0, top) (those above are zero when copied): into `copy`, or back from it
+    (back=True; the bins from `top` on cleared if counts were added there since)."""
+    if not back:
+        copy[:, :top] = live[:, :top]
+        return
+    if int(counts.sum()) != int(live[:, :top].sum()):
+        live[:, top:] = 0
+    live[:, :top] = copy[:, :top]
+
+
+def _copy_map(live: list[np.ndarray], copy: list[np.ndarray], top: int, back: bool) -> None:
+    """A window copy of pending-request maps' slot arrays `live` (next, line, cycle added,
+    id; a row a channel), slots [0, top) (those above never taken when copied, as built):
+    into `copy`, or back from it (back=True; the slots from `top` on built again if one of
+    them was taken since)."""
+    if not back:
+        for a, b in zip(live, copy):
+            b[:, :top] = a[:, :top]
+        return
+    nxt, addr, added, rid = live
+    if added[:, top:].any():
+        nxt[:, top:] = np.arange(top + 1, nxt.shape[1] + 1)
+        nxt[:, -1] = -1
+        addr[:, top:] = added[:, top:] = rid[:, top:] = 0
+    for a, b in zip(live, copy):
+        a[:, :top] = b[:, :top]
 
 
 class _StreamThreads(_ChannelThreads):
@@ -1088,27 +1147,91 @@ class _StreamThreads(_ChannelThreads):
     15-35 % slower: same-session A/B). Channels that cannot refuse any of their window's
     requests (room for all of them) run only once the window is known to be exact, with no
     copy. Windows shrink after a refusal and grow while there is none. The completion
-    rings are not copied: a window of at most `_max_window` requests pushes fewer entries
-    into them than they hold beside the entries in flight, so restoring their indices (in
-    G) restores them. Where refusals come too often for threads to gain, the run gives up
-    (_DenseRefusals) and simulate_trace starts again in one thread.
+    rings are not copied: a window takes no more requests than the rings have room for
+    beside the entries in flight (_ring_room), so restoring their indices (in G) restores
+    them. A thread's Simulator simulates a group of channels (GROUP_CHANNELS; 4 of HBM2's 8
+    with 2 threads): the channel field's high bits pick the group, its kernel sees the low
+    bits as its channels, and its per-cycle work is shared by them (8 one-channel kernels
+    took 20-35 % more CPU than the one-state kernel for the same run).
+
+    A run starts in one thread: the master Simulator runs the one-state run, in pieces of
+    `_need` requests, and hands over to the channels (_hand_over: its state cut into theirs,
+    the completion rings split by channel) once a piece was taken with no refusal (its
+    front-end lag is that of its admissions if no queue refuses). So a run whose queues
+    refuse often never pays for threads. At a refusal after a hand-over (the
+    DENSE_REFUSALS-th) the parts go back to the window's start and hand back (_hand_back:
+    every part brought to the front end's cycle, the states merged, the rings merged by
+    cycle); the run goes on in one thread until a piece 4 times as long is taken with no
+    refusal.
 
     The channels see admission cycles as arrivals, so the front-end lag and the requests
     waiting at a cycle limit are counted here, from the true arrivals."""
 
     def __init__(self, cfg, options: SimOptions) -> None:
-        super().__init__(cfg, options)
-        for sub in self.subs:
-            sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
-        pcap = self.subs[0].s["pr_addr"].shape[1]
-        room = K.RING - 2 * pcap - 64           # ring pushes a window may make
-        self._copy_rings = room < WINDOW_MIN
-        self._max_window = WINDOW_MAX if self._copy_rings else min(WINDOW_MAX, room)
-        self._window = min(WINDOW_START, self._max_window)
-        # windows double while nothing is refused, up to _cap(); after a refusal they start
-        # again from WINDOW_MIN (refusals come in bursts)
+        # (no super().__init__: the channels' Simulators are built at the first hand-over)
+        self.cfg = cfg
+        self.options = options
+        # the one-state run: input checks, segmenting, the stretches run in one thread, the
+        # merged statistics; it owns the command-trace files (one a channel), which the
+        # channels' Simulators write to while they run
+        self.master = Simulator(cfg, dataclasses.replace(options, threads=1))
+        glob = {"G", "comp_out", "cmd_log", "scratch"} | {
+            k for k in self.master.s if k.startswith("ring_")}
+        self.per_channel = [k for k in self.master.s if k not in glob]
+        self.subs: list[Simulator] = []
+        self.threads = min(int(options.threads), cfg.channels)
+        self.pool = None
+        self._one = True                        # the master runs (one state), not the subs
+        self._back = False                      # a window's refusal: hand back to one state
+        self._need = HANDOVER_AFTER             # requests without a refusal to hand over
+        self._clean = 0                         # ... taken so, in a row, in one state
         self._gap: int | None = None            # requests between bursts of refusals
         self._since = 0                         # requests admitted since the last refusal
+        self._lag = 0                           # sum of (admission - arrival), threaded
+        self._taken = 0                         # requests admitted by the channels' threads
+        self._taken_here = self._refused_here = 0   # ... and refusals, since the hand-over
+        self._waiting = 0                       # requests_waiting at a cycle limit
+        self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
+        self.handovers = self.handbacks = 0
+        self._group = self._group_size()        # channels a part
+        self._gshift = _log2(self._group)
+        # (requests taken, cycle) at every hand-over and hand-back: method diagnostics
+        self.switches: list[tuple[str, int, int]] = []
+        if self._need <= 0:
+            self._hand_over()
+
+    def _build_subs(self) -> None:
+        """The channels' one-channel Simulators, their copy buffers and the pool (once)."""
+        cfg = self.cfg
+        one = dataclasses.replace(self.options, threads=1, cmd_trace=None)
+        logs = self.options.cmd_trace is not None
+        nch = cfg.channels
+        k = self._group
+        for ch in range(0, nch, k):
+            sub = Simulator(cfg, one)
+            sub._set_state(sub.state._replace(**{
+                n: np.ascontiguousarray(sub.s[n][ch:ch + k]) for n in self.per_channel}))
+            # channels ch .. ch + k - 1, the channel field's high bits ch / k: its kernel
+            # sees the low bits, 0 .. k - 1
+            sub.P[K.P_CHANNELS] = k
+            sub.P[K.P_CH_MASK] = k - 1
+            sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
+            if logs:
+                # its commands go to its channel's file (the master's), as that channel's
+                sub.P[K.P_CMDLOG] = 1
+                sub._set_state(sub.state._replace(
+                    cmd_log=np.zeros((CMD_LOG_ROWS, K.LOG_COLS), np.int64)))
+                sub._ff_period = 0              # as in a one-state run with a command trace
+                sub._log_channel = ch           # (its first channel)
+            sub._defer_finish = True
+            self.subs.append(sub)
+        from concurrent.futures import ThreadPoolExecutor
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")
+        pcap = self.subs[0].s["pr_addr"].shape[1]
+        # (the rings are copied only if the most a ring can hold in flight, every pending
+        # map full, leaves no room for a short window; else see _ring_room)
+        self._copy_rings = K.RING - 2 * pcap * k - 64 < WINDOW_MIN
+        self._max_window = WINDOW_MAX
         # each channel's state arrays that a window's copy takes, as views of one block: the
         # copy is one memcpy (array by array, 40 of them, it cost 2-3x more). Not in it: the
         # histograms (copied in part, see _save), the rings (above), and the command log and
@@ -1132,18 +1255,186 @@ class _StreamThreads(_ChannelThreads):
         self._bufs = [{"block": np.empty_like(b), **{k: np.empty_like(sub.s[k])
                                                       for k in (*_HISTOGRAMS, *_MAP_ARRAYS)}}
                       for b, sub in zip(self._blocks, self.subs)]
-        self._map_top = [dict.fromkeys(_MAPS, 1) for _ in self.subs]     # slots copied
         self._ckpts: list[dict[str, np.ndarray] | None] = [None] * len(self.subs)
+
+    def _group_size(self) -> int:
+        nch = self.cfg.channels
+        if GROUP_CHANNELS is not None:
+            k = int(GROUP_CHANNELS)
+        else:
+            parts = 1 << max(0, int(self.threads - 1).bit_length())
+            k = max(1, nch // parts)
+        pow2 = nch & (nch - 1) == 0 and k & (k - 1) == 0
+        if k > 1 and not (pow2 and nch % k == 0 and int(self.master.P[K.P_CH_MASK]) == nch - 1):
+            k = 1
+        return max(1, min(k, nch))
+
+    def _rows(self, i: int) -> slice:
+        return slice(i * self._group, (i + 1) * self._group)
+
+    def _hand_over(self) -> None:
+        """The one-state run, at the top of its cycle T = clock with every request so far
+        taken, becomes the channels' runs at T: each channel's rows of the state arrays, its
+        entries of the completion rings (in order, its number cleared from their codes), its
+        requests accepted and completed as its G counters; the master's state is left as it
+        is (overwritten at a hand-back or the end)."""
+        m = self.master
+        mG = m.s["G"]
+        if not self.subs:
+            self._build_subs()
+        C = m.s["C"]
+        k = self._group
+        acc = (C[:, K.C_READS_ACCEPTED] + C[:, K.C_WRITES_ACCEPTED]).reshape(-1, k).sum(1)
+        done = (C[:, K.C_READS_DONE] + C[:, K.C_WRITES_DONE]).reshape(-1, k).sum(1)
+        if int(acc.sum()) != int(mG[K.G_ACCEPTED]) or int(done.sum()) != int(mG[K.G_COMPLETED]):
+            raise SimulationError("threaded run: the channels' request counts do not add up "
+                                  "to the one-state run's at the hand-over")
+        rings = []
+        for pre, hk, nk in _RINGS:
+            j = (int(mG[hk]) + np.arange(int(mG[nk]))) & (K.RING - 1)
+            code = m.s[pre + "_code"][j]
+            rings.append((pre, hk, nk, m.s[pre + "_t"][j], code, m.s[pre + "_lat"][j],
+                          (code >> 1) & 127))
+        for i, sub in enumerate(self.subs):
+            s = sub.s
+            rows = self._rows(i)
+            for n in self.per_channel:
+                s[n][...] = m.s[n][rows]
+            G = s["G"]
+            G[...] = 0
+            for g in (K.G_CLK, K.G_NUM_CYCLES, K.G_LAST_ACCEPT, K.G_LAST_COMPLETE,
+                      K.G_PHANTOM_DONE, K.G_PHANTOM_ADDED):
+                G[g] = mG[g]
+            G[K.G_ACCEPTED] = acc[i]
+            G[K.G_COMPLETED] = done[i]
+            for pre, hk, nk, t, code, lat, cho in rings:
+                sel = (cho >> self._gshift) == i
+                n = int(np.count_nonzero(sel))
+                s[pre + "_t"][:n] = t[sel]
+                # (the channel in the code: its number in the part)
+                s[pre + "_code"][:n] = (code[sel] & ~(127 << 1)) | ((cho[sel] & (k - 1)) << 1)
+                s[pre + "_lat"][:n] = lat[sel]
+                G[hk], G[nk] = 0, n
+            sub._epoch_base = {n: v[rows].copy() for n, v in m._epoch_base.items()}
+            sub._epoch_start, sub._next_epoch = m._epoch_start, m._next_epoch
+            sub.epochs = []
+            sub.finished = sub._ran_on = False
+            sub.requests_waiting = 0
+            sub._cmd_files = m._cmd_files[rows]
+        # (the copies' bounds: found again from the new contents at the next copy)
+        self._map_top = [dict.fromkeys(_MAPS, 1) for _ in self.subs]     # slots copied
         self._hist_top = [dict.fromkeys(_HISTOGRAMS, 1) for _ in self.subs]   # bins copied
-        self._lag = 0                           # sum of (admission - arrival)
-        self._taken = 0                         # requests admitted so far
-        self._waiting = 0                       # requests_waiting at a cycle limit
-        self.windows = self.refusals = self.rollbacks = 0     # method diagnostics
+        self._lag = int(mG[K.G_FRONT_LAG_SUM])
+        self._taken_here = self._refused_here = 0
+        self._window = min(WINDOW_START, self._max_window)
+        # (windows as long as the rings allow again: the stretches between bursts of
+        # refusals that cap them, _cap, were measured in threads before a hand-back)
+        self._gap, self._since = None, 0
+        self._one = False
+        self.handovers += 1
+        self.switches.append(("threads", int(mG[K.G_ACCEPTED]), int(mG[K.G_CLK])))
+
+    def _hand_back(self, cancel) -> None:
+        """The channels' runs, every one brought (input-free) to the front end's cycle T,
+        become the one-state run at T: the inverse of _hand_over, the rings merged by
+        cycle."""
+        T = self.clock
+        super()._advance(T, cancel)
+        if self.finished:                       # the cycle limit: the run is over
+            return
+        m = self.master
+        mG = m.s["G"]
+        subs = self.subs
+        for n in self.per_channel:
+            arr = m.s[n]
+            for i, sub in enumerate(subs):
+                arr[self._rows(i)] = sub.s[n]
+        for pre, hk, nk in _RINGS:
+            parts = []
+            for i, sub in enumerate(subs):
+                G = sub.s["G"]
+                j = (int(G[hk]) + np.arange(int(G[nk]))) & (K.RING - 1)
+                # (the channel in the code: part i's first channel added to its number)
+                parts.append((sub.s[pre + "_t"][j],
+                              sub.s[pre + "_code"][j] + ((i * self._group) << 1),
+                              sub.s[pre + "_lat"][j]))
+            t, code, lat = (np.concatenate(x) for x in zip(*parts))
+            order = np.argsort(t, kind="stable")     # (each ring is in cycle order)
+            n = len(t)
+            m.s[pre + "_t"][:n] = t[order]
+            m.s[pre + "_code"][:n] = code[order]
+            m.s[pre + "_lat"][:n] = lat[order]
+            mG[hk], mG[nk] = 0, n
+        Gs = [sub.s["G"] for sub in subs]
+        for k in (K.G_ACCEPTED, K.G_COMPLETED, K.G_PHANTOM_ADDED):
+            mG[k] = sum(int(g[k]) for g in Gs)
+        for k in (K.G_LAST_ACCEPT, K.G_LAST_COMPLETE, K.G_PHANTOM_DONE):
+            mG[k] = max(int(g[k]) for g in Gs)
+        mG[K.G_CLK] = T
+        mG[K.G_POS] = mG[K.G_FRONT_DONE] = mG[K.G_FINISHED] = 0
+        mG[K.G_NCOMP_OUT] = mG[K.G_NLOG] = 0
+        mG[K.G_FRONT_LAG_SUM] = self._lag
+        if len({(s._epoch_start, s._next_epoch) for s in subs}) != 1:
+            raise SimulationError("threaded run: epoch boundaries differ between threads")
+        self._merge_counters()
+        m._epoch_base = {k: np.concatenate([s._epoch_base[k] for s in subs])
+                         for k in m._epoch_base}
+        m._epoch_start, m._next_epoch = subs[0]._epoch_start, subs[0]._next_epoch
+        self._one = True
+        self._clean = 0
+        self._need = min(HANDOVER_MAX, 4 * max(1, self._need))
+        self.handbacks += 1
+        self.switches.append(("one", int(mG[K.G_ACCEPTED]), T))
+        log.info("%s: --threads %d: %d refusals (full queues) in %d requests: on in one "
+                 "thread from cycle %d, until %d requests in a row are taken on time",
+                 self.cfg.name, self.threads, self._refused_here, self._taken_here, T,
+                 self._need)
 
     @property
     def clock(self) -> int:
         """The first cycle at which the front end can offer the next request."""
+        if self._one:
+            return self.master.clock
         return max(s.clock for s in self.subs)
+
+    @property
+    def finished(self) -> bool:
+        if self._one:
+            return self.master.finished
+        return any(s.finished for s in self.subs)
+
+    def _advance(self, target: int, cancel) -> None:
+        if self._one:
+            z = np.zeros(0, np.int64)
+            self.master._run(z, z, z, z, z, False, target, None, cancel)
+        else:
+            super()._advance(target, cancel)
+
+    def _one_run(self, req: tuple, p: int, hi: int, cancel) -> int:
+        """Requests p.. of the input segment [.., hi) in one state (the master), the next
+        `_need` of them; hand over to threads once that many in a row were taken when
+        offered (the front-end lag they add is that of their admissions if no queue refuses:
+        a refusal delays every later admission). Returns the first request not run."""
+        a, w, c, sr, rid = req
+        m = self.master
+        q = min(hi, p + self._need)
+        G = m.s["G"]
+        lag0 = int(G[K.G_FRONT_LAG_SUM])
+        idx = np.arange(p, q, dtype=np.int64)
+        adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), m.clock - p) + idx
+        m._run(a[p:q], w[p:q], c[p:q], sr[p:q], rid[p:q], False, 0, None, cancel)
+        if m.finished:
+            # the cycle limit: the segment's later requests due by then waited too (as when
+            # the one-thread run takes the segment whole)
+            m.requests_waiting += int(np.count_nonzero(c[q:hi] < m.options.limit))
+            return hi
+        if int(G[K.G_FRONT_LAG_SUM]) - lag0 == int((adm - c[p:q]).sum()):
+            self._clean += q - p
+        else:
+            self._clean = 0
+        if self._clean >= self._need:
+            self._hand_over()
+        return q
 
     def _ckpt(self, i: int) -> dict[str, np.ndarray]:
         """Channel i's second set of buffers (the bisection's latest state taken on time)."""
@@ -1152,7 +1443,7 @@ class _StreamThreads(_ChannelThreads):
         return self._ckpts[i]
 
     def _save(self, i: int, arrays: dict[str, np.ndarray]) -> tuple:
-        """Channel i's state copied into `arrays`: what _restore puts back.
+        """Part i's state copied into `arrays`: what _restore puts back.
 
         Of a latency histogram only the bins up to its highest non-empty one are copied
         (two histograms of 32,768 bins, nearly all empty, were 60 % of a copy's bytes):
@@ -1162,26 +1453,27 @@ class _StreamThreads(_ChannelThreads):
         taken: the others are as built, and _restore builds them again if a slot among
         them was taken since."""
         sub = self.subs[i]
+        s = sub.s
         np.copyto(arrays["block"], self._blocks[i])
         tops = []
         for k, counter in _HISTOGRAMS.items():
-            h = sub.s[k][0]
+            h = s[k]
             top = self._hist_top[i][k]
-            if int(h[:top].sum()) != int(sub.s["C"][0, counter]):
+            if int(h[:, :top].sum()) != int(s["C"][:, counter].sum()):
                 # (with room above: the bins just above the highest count are zero too)
-                top = min(h.size, int(np.flatnonzero(h)[-1]) + 1 + 1024)
+                top = min(h.shape[1], int(np.flatnonzero(h.any(axis=0))[-1]) + 1 + 1024)
                 self._hist_top[i][k] = top
-            arrays[k][0, :top] = h[:top]
+            _copy_hist(h, s["C"][:, counter], arrays[k], top, back=False)
             tops.append(top)
         for m, names in _MAPS.items():
-            added = sub.s[names[2]][0]
+            added = s[names[2]]
             top = self._map_top[i][m]
-            if added[top:].any():
+            if added[:, top:].any():
                 # (with room above: the slots just above the highest taken are as built)
-                top = min(added.size, int(np.flatnonzero(added)[-1]) + 1 + 256)
+                top = min(added.shape[1],
+                          int(np.flatnonzero(added.any(axis=0))[-1]) + 1 + 256)
                 self._map_top[i][m] = top
-            for k in names:
-                arrays[k][0, :top] = sub.s[k][0, :top]
+            _copy_map([s[k] for k in names], [arrays[k] for k in names], top, back=False)
             tops.append(top)
         return (arrays, {n: getattr(sub, n) for n in _SUB_RUN_STATE}, len(sub.epochs),
                 [f.tell() for f in sub._cmd_files], tops)
@@ -1189,20 +1481,12 @@ class _StreamThreads(_ChannelThreads):
     def _restore(self, i: int, saved: tuple) -> None:
         arrays, attrs, n_epochs, log_ends, tops = saved
         sub = self.subs[i]
+        s = sub.s
+        # (before the block: the histograms' check reads the counters as they are now)
         for (k, counter), top in zip(_HISTOGRAMS.items(), tops):
-            h = sub.s[k][0]
-            # counts added since the copy beyond its bins: there the copy had zeros
-            if int(sub.s["C"][0, counter]) != int(h[:top].sum()):
-                h[top:] = 0
-            h[:top] = arrays[k][0, :top]
-        for (m, names), top in zip(_MAPS.items(), tops[len(_HISTOGRAMS):]):
-            nxt, addr, added, rid = (sub.s[k][0] for k in names)
-            if added[top:].any():               # slots taken since the copy, first time
-                nxt[top:] = np.arange(top + 1, nxt.size + 1)
-                nxt[-1] = -1
-                addr[top:] = added[top:] = rid[top:] = 0
-            for k in names:
-                sub.s[k][0, :top] = arrays[k][0, :top]
+            _copy_hist(s[k], s["C"][:, counter], arrays[k], top, back=True)
+        for names, top in zip(_MAPS.values(), tops[len(_HISTOGRAMS):]):
+            _copy_map([s[k] for k in names], [arrays[k] for k in names], top, back=True)
         self._blocks[i][...] = arrays["block"]
         for n, v in attrs.items():
             setattr(sub, n, v)
@@ -1211,41 +1495,52 @@ class _StreamThreads(_ChannelThreads):
             f.seek(end)
             f.truncate()
 
-    def _cannot_refuse(self, i: int, is_write: np.ndarray) -> bool:
-        """Channel i's controller takes each of these requests (its next ones) whenever they
-        come: its queues and pending-request maps hold them all on top of what they hold
-        now (entries only leave them meanwhile)."""
+    def _cannot_refuse(self, i: int, is_write: np.ndarray, local: np.ndarray) -> bool:
+        """Part i's controllers take each of these requests (its next ones; `local`: their
+        channels' numbers in the part) whenever they come: every channel's queues and
+        pending-request maps hold them all on top of what they hold now (entries only leave
+        them meanwhile)."""
         sub = self.subs[i]
         s = sub.s
-        tq = s["tq_n"][0]
-        nw = int(np.count_nonzero(is_write))
-        nr = len(is_write) - nw
+        k = self._group
+        nw = np.bincount(local[is_write != 0], minlength=k)
+        nr = np.bincount(local, minlength=k) - nw
+        tq = s["tq_n"]
         tqs = int(sub.P[K.P_TQ_SIZE])
         if sub.P[K.P_UNIFIED] != 0:
-            if int(tq[0]) + nr + nw > tqs:
+            if (tq[:, 0] + nr + nw > tqs).any():
                 return False
-        elif int(tq[0]) + nr > tqs or int(tq[1]) + nw > tqs:
+        elif (tq[:, 0] + nr > tqs).any() or (tq[:, 1] + nw > tqs).any():
             return False
-        C = s["C"][0]
+        C = s["C"]
         pcap = s["pr_addr"].shape[1]
         # live map entries: every read not answered from the write buffer adds one, every
         # READ command removes at least one; every write not merged adds one, its WRITE
         # command removes it
-        reads = int(C[K.C_READS_ACCEPTED] - C[K.C_WBUF_HITS] - C[K.C_READ_CMDS])
-        writes = int(C[K.C_WRITES_ACCEPTED] - C[K.C_WRITE_MERGES] - C[K.C_WRITE_CMDS])
-        return reads + nr <= pcap and writes + nw <= pcap
+        reads = C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS] - C[:, K.C_READ_CMDS]
+        writes = C[:, K.C_WRITES_ACCEPTED] - C[:, K.C_WRITE_MERGES] - C[:, K.C_WRITE_CMDS]
+        return bool((reads + nr <= pcap).all() and (writes + nw <= pcap).all())
 
     def _segment(self, req: tuple, chan: np.ndarray, lo: int, hi: int, cancel) -> None:
         p = lo
+        part = chan >> self._gshift             # each request's part (thread's Simulator)
+        self._local = chan & (self._group - 1)  # ... and its channel's number there
         while p < hi and not self.finished:
-            p = self._window_run(req, chan, p, hi, cancel)
+            if self._one:
+                p = self._one_run(req, p, hi, cancel)
+            else:
+                p = self._window_run(req, part, p, hi, cancel)
+                if self._back:
+                    self._back = False
+                    self._hand_back(cancel)
             self._check_cancel(cancel)
 
     def _window_run(self, req: tuple, chan: np.ndarray, p: int, hi: int, cancel) -> int:
         """Requests p.. of the input segment [.., hi) for one window: run them, exactly;
         return the first request not admitted."""
         a, w, c, sr, rid = req
-        q = min(hi, p + self._window)
+        q = min(hi, p + (self._window if self._copy_rings else
+                         min(self._window, self._ring_room())))
         idx = np.arange(p, q, dtype=np.int64)
         # the admissions if no queue refuses (offsets into the window from here on)
         adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), self.clock - p) + idx
@@ -1274,7 +1569,9 @@ class _StreamThreads(_ChannelThreads):
         # channels that cannot refuse any of their window's requests run second, once the
         # window is known to be exact: no copy, no re-run
         tqs = int(self.subs[0].P[K.P_TQ_SIZE])
-        safe = [0 < sel[i].size <= 2 * tqs and self._cannot_refuse(i, w[p + sel[i]])
+        most = 2 * tqs * self._group
+        safe = [0 < sel[i].size <= most and self._cannot_refuse(i, w[p + sel[i]],
+                                                                 self._local[p + sel[i]])
                 for i in range(nsub)]
 
         # (a channel with no request is left behind: it runs input-free up to its next one
@@ -1296,12 +1593,23 @@ class _StreamThreads(_ChannelThreads):
                 self._waiting = int(np.count_nonzero(c[p + k:hi] < limit))
             self._lag += int((adm[:k] - c[p:p + k]).sum())
             self._taken += k
+            self._taken_here += k
             if self.finished:
                 self._settle(cancel)
                 return hi
             self._since += k
             self._window = min(self._cap(), 2 * self._window)
             return q
+        r = self._refused_here + 1
+        if r >= DENSE_REFUSALS:
+            # refusals too frequent for threads: every part that ran goes back to the
+            # window's start, and the run goes on from there in one thread (_segment), which
+            # simulates the window again (no bisection)
+            self._each(lambda i: self._restore(i, saved[i]), risky)
+            self.refusals += 1
+            self._refused_here = r
+            self._back = True
+            return p
         # a queue refused a request offered at its admission. Before the first refused
         # request, j, every admission was right; from j on they are all later. Each channel
         # that refused one finds its first (in parallel, from its own copy: a bisection of
@@ -1328,16 +1636,15 @@ class _StreamThreads(_ChannelThreads):
         self.rollbacks += sum(saved[i] is not None for i in again)
         self._lag += int((adm[:j] - c[p:p + j]).sum())
         self._taken += j
+        self._taken_here += j
         # request p + j, refused when offered at adm[j]: its channel alone runs on until it
         # takes it (at a*); the next request is offered at a* + 1 at the earliest
         p += j
         sub = self.subs[star]
         self.refusals += 1
+        self._refused_here += 1
         self._taken += 1
-        if self.refusals >= DENSE_REFUSALS and \
-                self._taken < DENSE_REQUESTS_PER_REFUSAL * self.refusals:
-            raise _DenseRefusals(f"{self.refusals} refusals in the first {self._taken} "
-                                 f"requests")
+        self._taken_here += 1
         sub._run(a[p:p + 1], w[p:p + 1], adm[j:j + 1], sr[p:p + 1], rid[p:p + 1], False, 0,
                  None, cancel)
         if sub.finished:                        # the cycle limit came first
@@ -1354,6 +1661,22 @@ class _StreamThreads(_ChannelThreads):
             self._gap = since if self._gap is None else (self._gap + since) // 2
         self._since = 0
         return p + 1
+
+    def _ring_room(self) -> int:
+        """The most requests a window may take without copying the completion rings: each
+        request pushes at most one entry into one ring, and each read in a pending map
+        one into the read ring; the entries in them now and those pushes must fit, so
+        that a rolled-back window's pushes overwrite no entry in flight (at the window's
+        start 'in flight' is the rings' live entries plus the pending reads: HBM2, a few
+        hundred; the bound over full maps, 2 x 4,256 a channel, was 31,424 for 4 channels)."""
+        most = 0
+        for sub in self.subs:
+            G = sub.s["G"]
+            C = sub.s["C"]
+            reads = int((C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS]
+                         - C[:, K.C_READ_CMDS]).sum())
+            most = max(most, int(G[K.G_RING_R_N]) + reads, int(G[K.G_RING_F_N]))
+        return max(1, K.RING - 64 - most)
 
     def _cap(self) -> int:
         """The longest window now. A refused window's first run is lost (the channels run
@@ -1394,18 +1717,33 @@ class _StreamThreads(_ChannelThreads):
         return int(ix[lo]), restores
 
     def finish(self, cancel) -> None:
+        m = self.master
+        if self._one:
+            m.finish(cancel=cancel)
+            if self.handovers == 0:
+                log.info("%s: --threads %d: no stretch of %d requests taken without a "
+                         "refusal (full queues): simulated in one thread", self.cfg.name,
+                         self.threads, self._need)
+            return
         last = self.master._last_req
         if self.master.options.phantom_eof_read and last is not None:
             # DRAMsim3's extra READ of the last address: offered in that address's channel
             ch = int(address.channel(self.cfg, np.array([last[0]], np.int64))[0])
-            self.subs[ch].P[K.P_PHANTOM_EOF] = 1
+            self.subs[ch >> self._gshift].P[K.P_PHANTOM_EOF] = 1
         super().finish(cancel)
+        # the command traces, written by the master and the channels, are complete
+        for f, tmp, path in zip(m._cmd_files, m._cmd_tmps, m._cmd_paths):
+            f.close()
+            tmp.replace(path)
+        m._cmd_files = []
         log.debug("threaded DRAMsim3-intake run: %d windows, %d refusals, %d channel "
                   "rollbacks", self.windows, self.refusals, self.rollbacks)
 
     def stats(self) -> "Stats":
-        self._merge()
         m = self.master
+        if self._one:
+            return m.stats()
+        self._merge()
         m.s["G"][K.G_FRONT_LAG_SUM] = self._lag
         m.requests_waiting = self._waiting
         return m.stats()
@@ -1529,14 +1867,7 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                            group=group)
     chunks = iter(open_chunks())
     if options.threads > 1 and cfg.channels > 1:
-        try:
-            return _simulate_threaded(cfg, chunks, options, progress, cancel)
-        except _DenseRefusals as e:
-            # the DRAMsim3 intake with queues full every few requests: one thread, from the
-            # start, is faster (the statistics are the same either way)
-            log.info("%s: --threads %d: %s (DRAMsim3 intake, full queues); simulated again "
-                     "in one thread", cfg.name, options.threads, e)
-            chunks = iter(open_chunks())
+        return _simulate_threaded(cfg, chunks, options, progress, cancel)
     if options.threads > 1:
         options = dataclasses.replace(options, threads=1)     # one channel: one thread
     sim = Simulator(cfg, options)

@@ -186,6 +186,7 @@ def no_fallback(monkeypatch):
     """The threaded method itself, however often queues refuse (no one-thread fallback)."""
     import engine.simulator as sim
     monkeypatch.setattr(sim, "DENSE_REFUSALS", 1 << 60)
+    monkeypatch.setattr(sim, "HANDOVER_AFTER", 0)       # threads from the first request
 
 
 @pytest.mark.parametrize("nch", [2, 4])
@@ -247,17 +248,20 @@ def test_threads_dramsim3_refusals_rolled_back(tmp_path, no_fallback):
             assert refusals == 0 and one.summary["frontend_mean_lag_cycles"] == 0
 
 
-def test_threads_dramsim3_dense_refusals_fall_back_to_one_thread(tmp_path, caplog):
+def test_threads_dramsim3_dense_refusals_stay_in_one_thread(tmp_path, caplog):
     """Every request to one channel, faster than it serves them: a refusal every few
-    requests; the threaded run gives up (logged) and the one-thread run's statistics come."""
+    requests; the run starts in one thread and never hands over to threads (logged; no
+    channel Simulator is built), with the one-thread run's statistics."""
     import logging
     cfg = load_config("DDR4-3200").replace(channels=4)
     tr = _trace(tmp_path / "t.trace", cfg, 6000, 13, skew=1.0, per_cycle=4)
     one = simulate_trace(cfg, tr, SimOptions(epoch=3000))
     with caplog.at_level(logging.INFO, logger="engine.simulator"):
         many = simulate_trace(cfg, tr, SimOptions(epoch=3000, threads=2))
-    assert "simulated again in one thread" in caplog.text
+    assert "simulated in one thread" in caplog.text
     assert _same(one, many) == []
+    _, seen = _stream_run(cfg, tr, threads=2, epoch=3000)
+    assert seen == (0, 0, 0)                    # no window, refusal or rollback: one state
 
 
 @pytest.mark.parametrize("threads", [2, 3, 8])

@@ -56,6 +56,7 @@ def _probe_run(cfg, tr, opts: SimOptions):
 @pytest.fixture
 def no_fallback(monkeypatch):
     monkeypatch.setattr(S, "DENSE_REFUSALS", 1 << 60)
+    monkeypatch.setattr(S, "HANDOVER_AFTER", 0)         # threads from the first request
 
 
 @pytest.mark.parametrize("intake", ["dramsim3", "per-channel"])
@@ -126,6 +127,7 @@ def test_threads_cancel_ends_cleanly(tmp_path, intake):
 
 def test_threads_error_in_a_channel_thread(tmp_path, monkeypatch):
     """An exception in one channel's thread reaches the caller; no partial trace is left."""
+    monkeypatch.setattr(S, "GROUP_CHANNELS", 1)         # a Simulator a channel
     cfg = load_config("HBM2")
     tr = _mixed(tmp_path / "m.trace", 20000, 4, interval=2)
     run = S.Simulator._run

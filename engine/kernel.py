@@ -124,6 +124,9 @@ NSRC = 64               # request sources (trace files / cores) PAR-BS tells apa
  CQ_ID) = range(12)
 NCQ = 12
 RING = 1 << 16          # completion rings (reads from DRAM; posted/forwarded completions)
+# a completion's code in the rings: (request id << CODE_ID_SHIFT) | (channel << CODE_CH_SHIFT)
+# | is_write, the channel below CODE_CH_MASK + 1
+CODE_ID_SHIFT, CODE_CH_SHIFT, CODE_CH_MASK = 8, 1, 127
 HASH_BUCKETS = 1024     # per channel, for the pending read / write maps
 
 # kernel return codes
@@ -243,10 +246,16 @@ def _hash(addr):
 
 
 @njit(cache=True, inline='always', _nrt=False)
+def _channel(P, addr):
+    """The channel field of an address (the first field _decode reads)."""
+    return ((addr >> P[P_SHIFT]) >> P[P_CH_POS]) & P[P_CH_MASK]
+
+
+@njit(cache=True, inline='always', _nrt=False)
 def _decode(P, addr):
     """DRAMsim3 address mapping (plus optional XOR bank interleave) -> fields."""
     a = addr >> P[P_SHIFT]
-    ch = (a >> P[P_CH_POS]) & P[P_CH_MASK]
+    ch = _channel(P, addr)
     ra = (a >> P[P_RA_POS]) & P[P_RA_MASK]
     bg = (a >> P[P_BG_POS]) & P[P_BG_MASK]
     ba = (a >> P[P_BA_POS]) & P[P_BA_MASK]
@@ -291,7 +300,7 @@ def _insert_pending(CS, free_slot, head, nxt, paddr, padded, pid, ch, addr, adde
 
 @njit(cache=True, inline='always', _nrt=False)
 def _ring_push(G, ring_t, ring_code, ring_lat, head_k, n_k, t, code, lat):
-    """Queue a completion at cycle t; code = (request id << 8) | (channel << 1) | is_write."""
+    """Queue a completion at cycle t; code: see CODE_ID_SHIFT."""
     n = G[n_k]
     if n >= RING:
         return False
@@ -310,7 +319,7 @@ def _pop_completions(G, C, ring_t, ring_code, ring_lat, head_k, n_k, hist_r, com
     while G[n_k] > 0 and ring_t[G[head_k]] <= t:
         j = G[head_k]
         code = ring_code[j]
-        ch = (code >> 1) & 127
+        ch = (code >> CODE_CH_SHIFT) & CODE_CH_MASK
         if code & 1:
             C[ch, C_WRITES_DONE] += 1
         else:
@@ -319,7 +328,7 @@ def _pop_completions(G, C, ring_t, ring_code, ring_lat, head_k, n_k, hist_r, com
             C[ch, C_READ_LAT_SUM] += lat
             hist_r[ch, min(lat, hist_r.shape[1] - 1)] += 1
         if track:
-            comp_out[G[G_NCOMP_OUT], 0] = code >> 8
+            comp_out[G[G_NCOMP_OUT], 0] = code >> CODE_ID_SHIFT
             comp_out[G[G_NCOMP_OUT], 1] = t
             G[G_NCOMP_OUT] += 1
         G[G_COMPLETED] += 1
@@ -880,7 +889,8 @@ def _complete_read(P, G, CS, pr_head, pr_next, pr_addr, pr_added, pr_id, ring_r_
         nx = pr_next[ch, i]
         if pr_addr[ch, i] == addr:
             _ring_push(G, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
-                       done, (pr_id[ch, i] << 8) | (ch << 1), done - pr_added[ch, i])
+                       done, (pr_id[ch, i] << CODE_ID_SHIFT) | (ch << CODE_CH_SHIFT),
+                       done - pr_added[ch, i])
             if prev < 0:
                 pr_head[ch, h] = nx
             else:
@@ -1659,7 +1669,7 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, 
     """WillAcceptTransaction + AddTransaction at front-end tick t (controller clock t + 1)."""
     # the refusals first, from the channel bits alone (most offers of a random trace are
     # refused: its read queue is full); the whole address is decoded for an accepted one
-    ch = ((addr >> P[P_SHIFT]) >> P[P_CH_POS]) & P[P_CH_MASK]
+    ch = _channel(P, addr)
     unified = P[P_UNIFIED] != 0
     kind = 0 if (unified or not is_write) else 1
     if tq_n[ch, kind] >= P[P_TQ_SIZE]:
@@ -1671,7 +1681,7 @@ def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, 
     qidx = ra if P[P_PER_RANK_Q] != 0 else ra * P[P_BANKS] + bg * P[P_BPG] + ba
     # (CS_TQ_BLOCKED stays valid: a transaction accepted joins its queue at the end)
     CS[ch, CS_WAKE] = 0
-    code = (rid << 8) | (ch << 1)
+    code = (rid << CODE_ID_SHIFT) | (ch << CODE_CH_SHIFT)
     if is_write:
         if _count_pending(pw_head, pw_next, pw_addr, ch, addr) == 0:
             if not _insert_pending(CS, CS_PW_FREE, pw_head, pw_next, pw_addr, pw_added, pw_id,

@@ -782,14 +782,19 @@ class Simulator:
             tmp.replace(path)
         self._cmd_files = []
 
-    def _log_commands_of(self, channel: int, path: Path) -> None:
-        """A threaded run's one-channel part: write the commands it simulates, as those of
-        `channel`, to that channel's command-trace file `path` (the state is cut already)."""
+    def _log_as(self, first_channel: int) -> None:
+        """A threaded run's part (its channels numbered from 0 by its kernel): log its
+        commands, as those of the channels from `first_channel` on (the files: the caller's)."""
         self.P[K.P_CMDLOG] = 1
         self._set_state(self.state._replace(
             cmd_log=np.zeros((CMD_LOG_ROWS, K.LOG_COLS), np.int64)))
         self._ff_period = 0              # as in a one-state run with a command trace
-        self._log_channel = channel
+        self._log_channel = first_channel
+
+    def _log_commands_of(self, channel: int, path: Path) -> None:
+        """A threaded run's one-channel part: write the commands it simulates, as those of
+        `channel`, to that channel's command-trace file `path` (the state is cut already)."""
+        self._log_as(channel)
         self._cmd_paths = [Path(path)]
         self._cmd_tmps = [self._cmd_paths[0].with_name(self._cmd_paths[0].name + ".part")]
         self._cmd_files = [open(self._cmd_tmps[0], "w", encoding="ascii")]
@@ -843,9 +848,7 @@ class _ChannelThreads:
                 else None)
         if logs is not None:
             self.master._ff_period = 0           # (no closed-form idle skip with a trace)
-        glob = {"G", "comp_out", "cmd_log", "scratch"} | {
-            k for k in self.master.s if k.startswith("ring_")}
-        self.per_channel = [k for k in self.master.s if k not in glob]
+        self.per_channel = _per_channel_arrays(self.master)
         self.subs: list[Simulator] = []
         for ch in range(nch):
             sub = Simulator(cfg, one)
@@ -1017,14 +1020,19 @@ class _ChannelThreads:
         self._merge()
         return self.master.stats()
 
+    def _gather_rows(self) -> None:
+        """Every part's per-channel arrays copied into its rows of the master's."""
+        m = self.master
+        for name in self.per_channel:
+            arr = m.s[name]
+            for i, sub in enumerate(self.subs):
+                arr[self._rows(i)] = sub.s[name]
+
     def _merge(self) -> None:
         """The one-state run's state from the channels' (its statistics' inputs)."""
         m = self.master
         subs = self.subs
-        for name in self.per_channel:
-            arr = m.s[name]
-            for i, sub in enumerate(subs):
-                arr[self._rows(i)] = sub.s[name]
+        self._gather_rows()
         G = m.s["G"]
         Gs = [s.s["G"] for s in subs]
         end = int(Gs[0][K.G_NUM_CYCLES])
@@ -1085,6 +1093,25 @@ _MAP_ARRAYS = {k for ks in _MAPS.values() for k in ks}
 # a one-channel Simulator's Python-side run state, kept with its arrays by a window's copy
 # the completion rings: name, and the G slots of their head and length
 _RINGS = (("ring_r", K.G_RING_R_HEAD, K.G_RING_R_N), ("ring_f", K.G_RING_F_HEAD, K.G_RING_F_N))
+def _ring_slots(G: np.ndarray, head_k: int, n_k: int) -> np.ndarray:
+    """The slots of a completion ring's live entries, oldest first."""
+    return (int(G[head_k]) + np.arange(int(G[n_k]))) & (K.RING - 1)
+
+
+def _pending_reads(C: np.ndarray) -> np.ndarray:
+    """Each channel's live read entries in its pending map: every read not answered from
+    the write buffer adds one, every READ command removes at least one (an upper bound)."""
+    return C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS] - C[:, K.C_READ_CMDS]
+
+
+def _per_channel_arrays(master: "Simulator") -> list[str]:
+    """The state arrays with a row a channel (cut between a threaded run's parts); the
+    others (global counters, rings, buffers emptied after each kernel call) are not."""
+    glob = {"G", "comp_out", "cmd_log", "scratch"} | {
+        k for k in master.s if k.startswith("ring_")}
+    return [k for k in master.s if k not in glob]
+
+
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
 
@@ -1175,9 +1202,7 @@ class _StreamThreads(_ChannelThreads):
         # merged statistics; it owns the command-trace files (one a channel), which the
         # channels' Simulators write to while they run
         self.master = Simulator(cfg, dataclasses.replace(options, threads=1))
-        glob = {"G", "comp_out", "cmd_log", "scratch"} | {
-            k for k in self.master.s if k.startswith("ring_")}
-        self.per_channel = [k for k in self.master.s if k not in glob]
+        self.per_channel = _per_channel_arrays(self.master)
         self.subs: list[Simulator] = []
         self.threads = min(int(options.threads), cfg.channels)
         self.pool = None
@@ -1217,12 +1242,8 @@ class _StreamThreads(_ChannelThreads):
             sub.P[K.P_CH_MASK] = k - 1
             sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
             if logs:
-                # its commands go to its channel's file (the master's), as that channel's
-                sub.P[K.P_CMDLOG] = 1
-                sub._set_state(sub.state._replace(
-                    cmd_log=np.zeros((CMD_LOG_ROWS, K.LOG_COLS), np.int64)))
-                sub._ff_period = 0              # as in a one-state run with a command trace
-                sub._log_channel = ch           # (its first channel)
+                # its commands go to its channels' files (the master's), as theirs
+                sub._log_as(ch)
             sub._defer_finish = True
             self.subs.append(sub)
         from concurrent.futures import ThreadPoolExecutor
@@ -1291,10 +1312,10 @@ class _StreamThreads(_ChannelThreads):
                                   "to the one-state run's at the hand-over")
         rings = []
         for pre, hk, nk in _RINGS:
-            j = (int(mG[hk]) + np.arange(int(mG[nk]))) & (K.RING - 1)
+            j = _ring_slots(mG, hk, nk)
             code = m.s[pre + "_code"][j]
             rings.append((pre, hk, nk, m.s[pre + "_t"][j], code, m.s[pre + "_lat"][j],
-                          (code >> 1) & 127))
+                          (code >> K.CODE_CH_SHIFT) & K.CODE_CH_MASK))
         for i, sub in enumerate(self.subs):
             s = sub.s
             rows = self._rows(i)
@@ -1312,7 +1333,8 @@ class _StreamThreads(_ChannelThreads):
                 n = int(np.count_nonzero(sel))
                 s[pre + "_t"][:n] = t[sel]
                 # (the channel in the code: its number in the part)
-                s[pre + "_code"][:n] = (code[sel] & ~(127 << 1)) | ((cho[sel] & (k - 1)) << 1)
+                s[pre + "_code"][:n] = ((code[sel] & ~(K.CODE_CH_MASK << K.CODE_CH_SHIFT))
+                                        | ((cho[sel] & (k - 1)) << K.CODE_CH_SHIFT))
                 s[pre + "_lat"][:n] = lat[sel]
                 G[hk], G[nk] = 0, n
             sub._epoch_base = {n: v[rows].copy() for n, v in m._epoch_base.items()}
@@ -1345,18 +1367,15 @@ class _StreamThreads(_ChannelThreads):
         m = self.master
         mG = m.s["G"]
         subs = self.subs
-        for n in self.per_channel:
-            arr = m.s[n]
-            for i, sub in enumerate(subs):
-                arr[self._rows(i)] = sub.s[n]
+        self._gather_rows()
         for pre, hk, nk in _RINGS:
             parts = []
             for i, sub in enumerate(subs):
                 G = sub.s["G"]
-                j = (int(G[hk]) + np.arange(int(G[nk]))) & (K.RING - 1)
+                j = _ring_slots(G, hk, nk)
                 # (the channel in the code: part i's first channel added to its number)
                 parts.append((sub.s[pre + "_t"][j],
-                              sub.s[pre + "_code"][j] + ((i * self._group) << 1),
+                              sub.s[pre + "_code"][j] + ((i * self._group) << K.CODE_CH_SHIFT),
                               sub.s[pre + "_lat"][j]))
             t, code, lat = (np.concatenate(x) for x in zip(*parts))
             order = np.argsort(t, kind="stable")     # (each ring is in cycle order)
@@ -1514,10 +1533,9 @@ class _StreamThreads(_ChannelThreads):
             return False
         C = s["C"]
         pcap = s["pr_addr"].shape[1]
-        # live map entries: every read not answered from the write buffer adds one, every
-        # READ command removes at least one; every write not merged adds one, its WRITE
-        # command removes it
-        reads = C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS] - C[:, K.C_READ_CMDS]
+        # live map entries: reads, see _pending_reads; every write not merged adds one, its
+        # WRITE command removes it
+        reads = _pending_reads(C)
         writes = C[:, K.C_WRITES_ACCEPTED] - C[:, K.C_WRITE_MERGES] - C[:, K.C_WRITE_CMDS]
         return bool((reads + nr <= pcap).all() and (writes + nw <= pcap).all())
 
@@ -1673,8 +1691,7 @@ class _StreamThreads(_ChannelThreads):
         for sub in self.subs:
             G = sub.s["G"]
             C = sub.s["C"]
-            reads = int((C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS]
-                         - C[:, K.C_READ_CMDS]).sum())
+            reads = int(_pending_reads(C).sum())
             most = max(most, int(G[K.G_RING_R_N]) + reads, int(G[K.G_RING_F_N]))
         return max(1, K.RING - 64 - most)
 

@@ -851,15 +851,10 @@ class _ChannelThreads:
         self.per_channel = _per_channel_arrays(self.master)
         self.subs: list[Simulator] = []
         for ch in range(nch):
-            sub = Simulator(cfg, one)
-            sub._set_state(sub.state._replace(**{
-                k: np.ascontiguousarray(sub.s[k][ch:ch + 1]) for k in self.per_channel}))
-            sub.P[K.P_CHANNELS] = 1
-            sub.P[K.P_CH_MASK] = 0
+            sub = _part_simulator(cfg, one, self.per_channel, ch, 1)
             if logs is not None:
                 sub._log_commands_of(ch, logs[ch])
             sub._epoch_base = sub._snapshot()
-            sub._defer_finish = True
             self.subs.append(sub)
         from concurrent.futures import ThreadPoolExecutor
         self.threads = min(int(options.threads), nch)
@@ -1104,6 +1099,21 @@ def _pending_reads(C: np.ndarray) -> np.ndarray:
     return C[:, K.C_READS_ACCEPTED] - C[:, K.C_WBUF_HITS] - C[:, K.C_READ_CMDS]
 
 
+def _part_simulator(cfg, options: SimOptions, per_channel: list[str], first: int,
+                    k: int) -> "Simulator":
+    """A threaded run's part: a Simulator of channels first .. first + k - 1 (k a power of
+    two, first a multiple of k where k > 1: the channel field's high bits pick the part), its
+    per-channel arrays cut to their rows; its kernel sees the field's low bits, 0 .. k - 1,
+    as its channels. It leaves finishing to the runner."""
+    sub = Simulator(cfg, options)
+    sub._set_state(sub.state._replace(**{
+        n: np.ascontiguousarray(sub.s[n][first:first + k]) for n in per_channel}))
+    sub.P[K.P_CHANNELS] = k
+    sub.P[K.P_CH_MASK] = k - 1
+    sub._defer_finish = True
+    return sub
+
+
 def _per_channel_arrays(master: "Simulator") -> list[str]:
     """The state arrays with a row a channel (cut between a threaded run's parts); the
     others (global counters, rings, buffers emptied after each kernel call) are not."""
@@ -1233,18 +1243,11 @@ class _StreamThreads(_ChannelThreads):
         nch = cfg.channels
         k = self._group
         for ch in range(0, nch, k):
-            sub = Simulator(cfg, one)
-            sub._set_state(sub.state._replace(**{
-                n: np.ascontiguousarray(sub.s[n][ch:ch + k]) for n in self.per_channel}))
-            # channels ch .. ch + k - 1, the channel field's high bits ch / k: its kernel
-            # sees the low bits, 0 .. k - 1
-            sub.P[K.P_CHANNELS] = k
-            sub.P[K.P_CH_MASK] = k - 1
+            sub = _part_simulator(cfg, one, self.per_channel, ch, k)
             sub.P[K.P_PHANTOM_EOF] = 0          # (the last request's channel: see finish)
             if logs:
                 # its commands go to its channels' files (the master's), as theirs
                 sub._log_as(ch)
-            sub._defer_finish = True
             self.subs.append(sub)
         from concurrent.futures import ThreadPoolExecutor
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="diffmem-ch")

@@ -14,8 +14,8 @@ import engine.simulator as S
 from engine.config import load_config
 from engine.errors import SimulationCancelled
 from engine.simulator import SimOptions, cmd_trace_paths, simulate_trace
-from engine.trace import TraceChunk, iter_trace, write_text
-from test_threads import _same, _trace
+from engine.trace import TraceChunk, write_text
+from test_threads import _same, _stream_run, _trace, no_fallback  # noqa: F401 (a fixture)
 
 
 def _mixed(path: Path, n: int, seed: int, interval: int = 1) -> Path:
@@ -37,26 +37,6 @@ def _mixed(path: Path, n: int, seed: int, interval: int = 1) -> Path:
 
 def _files(base: Path, channels: int) -> list[bytes]:
     return [p.read_bytes() for p in cmd_trace_paths(base, channels)]
-
-
-def _probe_run(cfg, tr, opts: SimOptions):
-    """A threaded DRAMsim3-intake run and its method's counters (windows, refusals,
-    rollbacks)."""
-    seen = []
-
-    class Probe(S._StreamThreads):
-        def stats(self):
-            seen.append((self.windows, self.refusals, self.rollbacks))
-            return super().stats()
-    st = S._simulate_threaded(cfg, iter_trace(tr, chunk_size=opts.chunk_size), opts, None,
-                              None, runner=Probe)
-    return st, seen[0]
-
-
-@pytest.fixture
-def no_fallback(monkeypatch):
-    monkeypatch.setattr(S, "DENSE_REFUSALS", 1 << 60)
-    monkeypatch.setattr(S, "HANDOVER_AFTER", 0)         # threads from the first request
 
 
 @pytest.mark.parametrize("intake", ["dramsim3", "per-channel"])
@@ -90,8 +70,8 @@ def test_threads_small_windows_mixed_hbm2(tmp_path, monkeypatch, no_fallback):
     tr = _mixed(tmp_path / "m.trace", 6000, 5)
     for kw in (dict(epoch=1500), dict(cycles=5000, chunk_size=1000)):
         one = simulate_trace(cfg, tr, SimOptions(cmd_trace=tmp_path / "1.txt", **kw))
-        many, (windows, refusals, rollbacks) = _probe_run(
-            cfg, tr, SimOptions(threads=3, cmd_trace=tmp_path / "2.txt", **kw))
+        many, (windows, refusals, rollbacks) = _stream_run(
+            cfg, tr, threads=3, cmd_trace=tmp_path / "2.txt", **kw)
         assert _same(one, many) == [], kw
         assert _files(tmp_path / "1.txt", 8) == _files(tmp_path / "2.txt", 8), kw
         assert refusals > 10 and rollbacks > refusals and windows > 6000 // 64, kw

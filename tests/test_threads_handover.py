@@ -20,7 +20,7 @@ from engine.errors import SimulationCancelled
 from engine.simulator import SimOptions, Simulator, cmd_trace_paths, simulate_trace
 from engine.trace import TraceChunk, iter_trace, write_text
 from test_threads import _same
-from test_threads_exact import _mixed
+from test_threads_exact import _files, _mixed
 
 
 class _Probe(S._StreamThreads):
@@ -45,10 +45,6 @@ def _run(cfg, tr, opts: SimOptions):
     st = S._simulate_threaded(cfg, iter_trace(tr, chunk_size=opts.chunk_size), opts, None,
                               None, runner=_Probe)
     return st, _Probe.seen[0]
-
-
-def _files(base: Path, channels: int) -> list[bytes]:
-    return [p.read_bytes() for p in cmd_trace_paths(base, channels)]
 
 
 @pytest.fixture

@@ -777,6 +777,10 @@ class Simulator:
             self._close_epoch(num_cycles)
         self.finished = True
         self._drain_logs()
+        self._complete_cmd_files()
+
+    def _complete_cmd_files(self) -> None:
+        """The run's command-trace files are complete: each closed and moved into place."""
         for f, tmp, path in zip(self._cmd_files, self._cmd_tmps, self._cmd_paths):
             f.close()
             tmp.replace(path)
@@ -1752,10 +1756,7 @@ class _StreamThreads(_ChannelThreads):
             self.subs[ch >> self._gshift].P[K.P_PHANTOM_EOF] = 1
         super().finish(cancel)
         # the command traces, written by the master and the channels, are complete
-        for f, tmp, path in zip(m._cmd_files, m._cmd_tmps, m._cmd_paths):
-            f.close()
-            tmp.replace(path)
-        m._cmd_files = []
+        m._complete_cmd_files()
         log.debug("threaded DRAMsim3-intake run: %d windows, %d refusals, %d channel "
                   "rollbacks", self.windows, self.refusals, self.rollbacks)
 

@@ -482,19 +482,13 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
     # that issues (a full failed scan leaves it where it was)
     qi = qidx
     left = nq
-    # with at most QMASK_MAX queues the scan visits the set bits of a mask of the due queues,
-    # from qidx + 1 up, then from 0: while CS_QMIN > t only the queues of CS_QMASK can be
-    # due; otherwise one branch-free pass over the bounds finds the due ones (and the
-    # smallest bound of the others), instead of walking past the not-due ones one by one
-    by_mask = nq <= QMASK_MAX
+    # only the queues of CS_QMASK due: visit its bits, from qidx + 1 up, then from 0
+    by_mask = nq <= QMASK_MAX and CS[ch, CS_QMIN] > t
     seg = 0
     rest = 0
     if by_mask:
-        if CS[ch, CS_QMIN] > t:
-            mn = CS[ch, CS_QMIN]
-            m = CS[ch, CS_QMASK]
-        else:
-            m, mn = _due_queues(q_lb, ch, nq, t)
+        mn = CS[ch, CS_QMIN]
+        m = CS[ch, CS_QMASK]
         start = qidx + 1
         if start >= nq:
             start = 0
@@ -858,19 +852,6 @@ def _bound_set(CS, ch, q, lb):
     CS[ch, CS_QMASK] &= ~(np.int64(1) << (q & 63))
     if lb < CS[ch, CS_QMIN]:
         CS[ch, CS_QMIN] = lb
-
-
-@njit(cache=True, inline='always', _nrt=False)
-def _due_queues(q_lb, ch, nq, t):
-    """(bit q set for every queue q of channel ch whose bound has come due (<= t), the
-    smallest bound of the others, INF if none): one pass without branches (nq <= 62)."""
-    m = np.int64(0)
-    mn = INF
-    for q in range(nq):
-        lbq = q_lb[ch, q]
-        m |= np.int64(lbq <= t) << q
-        mn = min(mn, lbq if lbq > t else INF)
-    return m, mn
 
 
 @njit(cache=True, inline='always', _nrt=False)

@@ -1573,9 +1573,10 @@ class _StreamThreads(_ChannelThreads):
         limit = self.master.options.limit
         cut = end if limit is None else min(end, int(limit))   # offered before the limit
         nsub = len(self.subs)
-        # each channel's requests (offsets, in order): one stable sort, not a scan a channel
-        order = np.argsort(chan[p:q], kind="stable")
-        sel = np.split(order, np.cumsum(np.bincount(chan[p:q], minlength=nsub))[:-1])
+        # each part's requests (offsets, in order): one linear pass a part (a stable sort
+        # of the window cost ~7x more in the main thread, where nothing runs beside it)
+        win = chan[p:q]
+        sel = [np.flatnonzero(win == i) for i in range(nsub)]
         saved: list = [None] * nsub
 
         def on_time(i: int, ix: np.ndarray, until: int | None = None) -> bool:

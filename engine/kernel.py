@@ -1388,278 +1388,315 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
     G[G_NLOG] = n + 1
 
 
-@njit(cache=True, nogil=True, _nrt=False)
-def run_kernel(k, s, inp, final, stop_cycle, horizon):
-    """Advance the memory system from cycle G[G_CLK] until the input chunk is used up
-    (NEED_INPUT; with no input the kernel still runs up to `horizon`, the caller's promise
-    that no request arrives earlier), every accepted request has completed after the last input (FINISHED), or
-    the stop cycle, a full command log or a full completion buffer is reached (PAUSED).
+def _make_run_kernel(only_sched: int, only_page: int):
+    """The event loop, `run_kernel` below, compiled for every scheduler and page policy
+    (`only_sched` / `only_page` -1: read from P) or for one scheduler and one page policy
+    (their codes). numba takes a closure's variables as constants, so in a variant the
+    branches of the other policies are compiled out and the loop keeps fewer values live
+    (the call of _pick_priority and its ~20 array arguments, PAR-BS marking, the early and
+    adaptive precharge scans): DRAMsim3's own scheduler with open pages, the default of
+    every DRAMsim3 config, ran 13-33 % faster so (benchmarks/RESULTS.md, issue 17, lead,
+    2026-12-04). numba's cache keys a closure by its variables too, so each variant is
+    cached apart."""
 
-    `k`, `s` and `inp` are the fields of a :class:`Consts`, a :class:`State` and a
-    :class:`Chunk` as plain tuples (``tuple(state)``: numba types a plain tuple of arrays in
-    its C fast path, a named tuple in Python, 2 us more per call); `final` says the chunk
-    ends the trace. The bundles are unpacked once here, in their classes' field order
-    (tests/test_simulator_api.py checks the order), so the event loop below works on plain
-    local arrays as before."""
-    P, TN, TX, TD = k
-    (G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since, b_last_conflict,
-     b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb, src_rank, tq_n, tq_addr, tq_isw,
-     tq_src, tq_q, cq_n, cq, pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next,
-     pw_addr, pw_added, pw_id, ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code,
-     ring_f_lat, hist_r, hist_w, comp_out, cmd_log, scratch) = s
-    in_addr, in_isw, in_cyc, in_src, in_id = inp
-    n_in = in_addr.shape[0]
-    t = G[G_CLK]
-    nch = P[P_CHANNELS]
-    nranks = P[P_RANKS]
-    banks = P[P_BANKS]
-    sched = P[P_SCHED]
-    page = P[P_PAGE]
-    ref_interval = P[P_REF_INTERVAL]
-    track = P[P_TRACK_IDS] != 0
-    for ch in range(nch):
-        CS[ch, CS_WAKE] = 0
-        CS[ch, CS_PWR_FROM] = t
-    # the next cycle at which a refresh falls due (t % ref_interval == 0, t > 0)
-    next_ref = t - t % ref_interval
-    if next_ref < t or t == 0:
-        next_ref += ref_interval
-    while True:
-        if t >= stop_cycle:
-            _wake_all(CS, RK, r_open, nch, nranks, t)
-            G[G_CLK] = t
-            return PAUSED
-        if P[P_CMDLOG] != 0 and G[G_NLOG] + 4 * nch >= cmd_log.shape[0]:
-            _wake_all(CS, RK, r_open, nch, nranks, t)
-            G[G_CLK] = t
-            return PAUSED
-        if track and G[G_NCOMP_OUT] + 64 + RING >= comp_out.shape[0]:
-            _wake_all(CS, RK, r_open, nch, nranks, t)
-            G[G_CLK] = t
-            return PAUSED
-        if G[G_POS] >= n_in and final == 0 and G[G_FRONT_DONE] == 0 and t >= horizon:
-            _wake_all(CS, RK, r_open, nch, nranks, t)
-            G[G_CLK] = t
-            return NEED_INPUT
-        event = False
-        # ---- 1. completions due at t ----------------------------------------------------
-        _pop_completions(G, C, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
-                         hist_r, comp_out, track, t)
-        _pop_completions(G, C, ring_f_t, ring_f_code, ring_f_lat, G_RING_F_HEAD, G_RING_F_N,
-                         hist_r, comp_out, track, t)
-        # ---- 2. controllers ---------------------------------------------------------------
-        ref_due = t == next_ref
-        if ref_due:
-            next_ref += ref_interval
-        next_t = INF
-        ch = -1
-        while True:
-            ch += 1
-            # a channel whose last tick changed nothing sleeps until its next possible
-            # command (CS_MINLB, a pending refresh's ready time), a refresh falling due or
-            # a request accepted for it: its ticks before then would change nothing.
-            # Sleeping channels are passed over in this inner loop, not by a `continue` of
-            # a `for ch in range(nch)`: as a counted loop, LLVM strength-reduces every
-            # per-channel array address of the tick into its own induction pointer (~25,
-            # kept on the stack) and advances all of them for every channel, asleep or not
-            if not ref_due:
-                while ch < nch and CS[ch, CS_WAKE] > t:
-                    ch += 1
-            if ch >= nch:
-                break
-            _count_power(CS, RK, r_open, nranks, ch, t)
-            ch_event = False
-            ch_next = INF
-            if ref_due:
-                _refresh_due(P, CS, refq, ch)
-                ch_event = True
-            if sched == SCHED_PARBS and CS[ch, CS_NMARKED] == 0:
-                _parbs_mark(P, CS, cq_n, cq, src_rank, scratch, ch)
-            issued = 0
-            first_rw = False
-            for slot in range(2):
-                if slot == 1 and (issued == 0 or P[P_DUAL_CMD] == 0):
-                    break
-                cmd = -1
-                bidx = 0
-                row = -1
-                col = -1
-                addr = -1
-                conflict_pre = False
-                if slot == 0 and CS[ch, CS_REFQ_N] > 0:
-                    CS[ch, CS_INREF] = 1
-                    rc, rv = _refresh_pick(P, CS, refq, b_state, b_timing, ch, t)
-                    if rc >= 0:
-                        cmd = rc
-                        bidx = rv
-                    else:
-                        ch_next = rv
-                if cmd < 0:
-                    if sched == SCHED_DRAMSIM3:
-                        q, k, need = _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits,
-                                                    b_timing, faw, faw_n, aw32, aw32_n, cq_n,
-                                                    cq,
-                                                    q_lb, ch, t)
-                    else:
-                        q, k, need = _pick_priority(P, CS, C, refq, b_state, b_row, b_hits,
-                                                    b_timing, faw, faw_n, aw32, aw32_n, cq_n,
-                                                    cq, src_rank, q_lb,
-                                                    ch, t, tq_n, tq_addr, tq_isw, tq_src, tq_q)
-                    if q >= 0:
-                        cmd = need
-                        bidx = cq[ch, q, k, CQ_BANK]
-                        row = cq[ch, q, k, CQ_ROW]
-                        col = cq[ch, q, k, CQ_COL]
-                        addr = cq[ch, q, k, CQ_ADDR]
-                        conflict_pre = need == PRE
-                        if cmd == RD or cmd == WR:
-                            close = False
-                            if page == PAGE_OPEN_ADAPTIVE or (
-                                    page == PAGE_EARLY_PRE and P[P_EP_N] > 0
-                                    and b_streak[ch, bidx] >= P[P_EP_N]):
-                                close = True
-                                for j in range(cq_n[ch, q]):
-                                    if j != k and cq[ch, q, j, CQ_BANK] == bidx \
-                                            and cq[ch, q, j, CQ_ROW] == row:
-                                        close = False
-                                        break
-                            if close:
-                                cmd = RDP if cmd == RD else WRP
-                        if cmd == RD or cmd == WR or cmd == RDP or cmd == WRP:
-                            if cq[ch, q, k, CQ_MARK] != 0:
-                                CS[ch, CS_NMARKED] -= 1
-                            if cq_n[ch, q] >= P[P_CQ_SIZE]:
-                                # a full command queue frees a slot: the transactions
-                                # waiting for it may move (those waiting for other,
-                                # still full, queues still wait)
-                                CS[ch, CS_TQ_BLOCKED] = 0
-                            _erase_cq(cq_n, cq, ch, q, k)
-                            _invalidate_q(CS, q_lb, ch, q)
-                            CS[ch, CS_CQ_TOTAL] -= 1
-                if cmd < 0:
-                    break
-                is_rw = cmd == RD or cmd == WR or cmd == RDP or cmd == WRP
-                if slot == 1:
-                    # HBM: a second command only as the other half of a row/column pair
-                    if is_rw == first_rw:
-                        break
-                    C[ch, C_DUAL] += 1
-                rank = _bank_rank(P, bidx)
-                if cmd == RD or cmd == RDP:
-                    _complete_read(P, G, CS, pr_head, pr_next, pr_addr, pr_added, pr_id,
-                                   ring_r_t, ring_r_code, ring_r_lat, ch, t, addr)
-                elif cmd == WR or cmd == WRP:
-                    _complete_write(P, C, CS, pw_head, pw_next, pw_addr, pw_added, hist_w, ch,
-                                    t, addr)
-                # statistics before the state update: a column command is a row hit if it is
-                # not the first access since the ACT (DRAMsim3's definition)
-                _command_stats(C, BK, RK, b_hits, b_last_conflict, b_streak, ch, cmd, rank, bidx,
-                               conflict_pre)
-                _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_conflict,
-                               r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx,
-                               row, conflict_pre)
-                _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
-                if P[P_CMDLOG] != 0:
-                    _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col,
-                         cmd == REF or cmd == REFB or (cmd == PRE and not conflict_pre))
-                if cmd == REF or cmd == REFB:
-                    _refresh_issued(P, CS, BK, b_timing, q_lb, TN, TX, TD, ch, cmd, rank,
-                                    bidx, t)
-                issued += 1
-                first_rw = is_rw
-                ch_event = True
-            # power states, after this cycle's command
-            _count_power(CS, RK, r_open, nranks, ch, t + 1)
-            if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
-                                     cq, pr_head, pr_next,
-                                     pr_addr, q_lb, b_state, b_row, b_timing, ch):
-                ch_event = True
-            if ch_event:
-                event = True
-                CS[ch, CS_WAKE] = t + 1
-            else:
-                if CS[ch, CS_MINLB] < ch_next:
-                    ch_next = CS[ch, CS_MINLB]
-                CS[ch, CS_WAKE] = ch_next
-        # ---- 3. front end: one request a cycle, in order --------------------------------
-        pos = G[G_POS]
-        if P[P_INTAKE] == INTAKE_PER_CHANNEL:
-            nt = _intake_per_channel(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q,
-                                     pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head,
-                                     pw_next, pw_addr, pw_added, pw_id, ring_f_t, ring_f_code,
-                                     ring_f_lat, in_addr, in_isw, in_cyc, in_src, in_id, n_in,
-                                     final, t)
-            if nt < 0:
-                event = True
-            elif nt < next_t:
-                next_t = nt
-        elif pos < n_in:
-            if in_cyc[pos] <= t:
-                if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
-                           pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
-                           ring_f_t, ring_f_code, ring_f_lat, in_addr[pos], in_isw[pos] != 0,
-                           in_src[pos], in_id[pos], t):
-                    G[G_FRONT_LAG_SUM] += t - in_cyc[pos]
-                    G[G_POS] = pos + 1
-                    G[G_LAST_ACCEPT] = t
-                    event = True
-                    if pos + 1 >= n_in and final != 0 and P[P_PHANTOM_EOF] == 0:
-                        G[G_FRONT_DONE] = 1
-            elif in_cyc[pos] < next_t:
-                next_t = in_cyc[pos]
-        elif final != 0 and G[G_FRONT_DONE] == 0:
-            # DRAMsim3's end-of-file quirk: one phantom READ of the last address, offered
-            # once, the cycle after the last line was accepted
-            if P[P_PHANTOM_EOF] != 0 and n_in > 0 and G[G_PHANTOM_DONE] == 0:
-                G[G_PHANTOM_DONE] = 1
-                if _accept_cold(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head,
-                                pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr,
-                                pw_added, pw_id, ring_f_t, ring_f_code, ring_f_lat,
-                                in_addr[n_in - 1], False, in_src[n_in - 1], -1, t):
-                    G[G_PHANTOM_ADDED] = 1
-                    event = True
-            G[G_FRONT_DONE] = 1
-        # ---- end of run: everything accepted has completed ------------------------------
-        if G[G_FRONT_DONE] != 0 and G[G_COMPLETED] == G[G_ACCEPTED]:
-            _wake_all(CS, RK, r_open, nch, nranks, t + 1)
-            G[G_CLK] = t + 1
-            G[G_NUM_CYCLES] = t + 1
-            G[G_FINISHED] = 1
-            return FINISHED
-        if event:
-            t += 1
-            continue
-        if G[G_COMPLETED] < G[G_ACCEPTED] and t - G[G_LAST_COMPLETE] > P[P_WATCHDOG] \
-                and t - G[G_LAST_ACCEPT] > P[P_WATCHDOG]:
-            # requests outstanding, yet none completed for a very long time: a policy livelock
-            _wake_all(CS, RK, r_open, nch, nranks, t + 1)
-            G[G_CLK] = t + 1
-            return DEADLOCK
-        # ---- idle: jump to the next cycle at which anything can change ------------------
-        # (every channel sleeps now: its wake time bounds its next command or refresh step)
+    @njit(cache=True, nogil=True, _nrt=False)
+    def run_kernel(k, s, inp, final, stop_cycle, horizon):
+        """Advance the memory system from cycle G[G_CLK] until the input chunk is used up
+        (NEED_INPUT; with no input the kernel still runs up to `horizon`, the caller's promise
+        that no request arrives earlier), every accepted request has completed after the last input (FINISHED), or
+        the stop cycle, a full command log or a full completion buffer is reached (PAUSED).
+
+        `k`, `s` and `inp` are the fields of a :class:`Consts`, a :class:`State` and a
+        :class:`Chunk` as plain tuples (``tuple(state)``: numba types a plain tuple of arrays in
+        its C fast path, a named tuple in Python, 2 us more per call); `final` says the chunk
+        ends the trace. The bundles are unpacked once here, in their classes' field order
+        (tests/test_simulator_api.py checks the order), so the event loop below works on plain
+        local arrays as before."""
+        P, TN, TX, TD = k
+        (G, CS, C, BK, RK, b_state, b_row, b_hits, b_timing, b_open_since, b_last_conflict,
+         b_streak, r_open, faw, faw_n, aw32, aw32_n, refq, q_lb, src_rank, tq_n, tq_addr, tq_isw,
+         tq_src, tq_q, cq_n, cq, pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next,
+         pw_addr, pw_added, pw_id, ring_r_t, ring_r_code, ring_r_lat, ring_f_t, ring_f_code,
+         ring_f_lat, hist_r, hist_w, comp_out, cmd_log, scratch) = s
+        in_addr, in_isw, in_cyc, in_src, in_id = inp
+        n_in = in_addr.shape[0]
+        t = G[G_CLK]
+        nch = P[P_CHANNELS]
+        nranks = P[P_RANKS]
+        banks = P[P_BANKS]
+        # (a variant's own policies are constants here: see _make_run_kernel)
+        if only_sched < 0:
+            sched = P[P_SCHED]
+        else:
+            sched = only_sched
+        if only_page < 0:
+            page = P[P_PAGE]
+        else:
+            page = only_page
+        ref_interval = P[P_REF_INTERVAL]
+        track = P[P_TRACK_IDS] != 0
         for ch in range(nch):
-            if CS[ch, CS_WAKE] < next_t:
-                next_t = CS[ch, CS_WAKE]
-        if next_ref < next_t:
-            next_t = next_ref
-        if G[G_RING_R_N] > 0 and ring_r_t[G[G_RING_R_HEAD]] < next_t:
-            next_t = ring_r_t[G[G_RING_R_HEAD]]
-        if G[G_RING_F_N] > 0 and ring_f_t[G[G_RING_F_HEAD]] < next_t:
-            next_t = ring_f_t[G[G_RING_F_HEAD]]
-        if stop_cycle < next_t:
-            next_t = stop_cycle
-        if G[G_POS] >= n_in and final == 0 and horizon < next_t:
-            next_t = horizon
-        if next_t >= INF:
-            # nothing can ever happen again, yet requests are outstanding
-            _wake_all(CS, RK, r_open, nch, nranks, t + 1)
-            G[G_CLK] = t + 1
-            return DEADLOCK
-        if next_t <= t + 1:
-            t += 1
-            continue
-        # the skipped cycles' power states are counted when each channel wakes
-        t = next_t
+            CS[ch, CS_WAKE] = 0
+            CS[ch, CS_PWR_FROM] = t
+        # the next cycle at which a refresh falls due (t % ref_interval == 0, t > 0)
+        next_ref = t - t % ref_interval
+        if next_ref < t or t == 0:
+            next_ref += ref_interval
+        while True:
+            if t >= stop_cycle:
+                _wake_all(CS, RK, r_open, nch, nranks, t)
+                G[G_CLK] = t
+                return PAUSED
+            if P[P_CMDLOG] != 0 and G[G_NLOG] + 4 * nch >= cmd_log.shape[0]:
+                _wake_all(CS, RK, r_open, nch, nranks, t)
+                G[G_CLK] = t
+                return PAUSED
+            if track and G[G_NCOMP_OUT] + 64 + RING >= comp_out.shape[0]:
+                _wake_all(CS, RK, r_open, nch, nranks, t)
+                G[G_CLK] = t
+                return PAUSED
+            if G[G_POS] >= n_in and final == 0 and G[G_FRONT_DONE] == 0 and t >= horizon:
+                _wake_all(CS, RK, r_open, nch, nranks, t)
+                G[G_CLK] = t
+                return NEED_INPUT
+            event = False
+            # ---- 1. completions due at t ----------------------------------------------------
+            _pop_completions(G, C, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
+                             hist_r, comp_out, track, t)
+            _pop_completions(G, C, ring_f_t, ring_f_code, ring_f_lat, G_RING_F_HEAD, G_RING_F_N,
+                             hist_r, comp_out, track, t)
+            # ---- 2. controllers ---------------------------------------------------------------
+            ref_due = t == next_ref
+            if ref_due:
+                next_ref += ref_interval
+            next_t = INF
+            ch = -1
+            while True:
+                ch += 1
+                # a channel whose last tick changed nothing sleeps until its next possible
+                # command (CS_MINLB, a pending refresh's ready time), a refresh falling due or
+                # a request accepted for it: its ticks before then would change nothing.
+                # Sleeping channels are passed over in this inner loop, not by a `continue` of
+                # a `for ch in range(nch)`: as a counted loop, LLVM strength-reduces every
+                # per-channel array address of the tick into its own induction pointer (~25,
+                # kept on the stack) and advances all of them for every channel, asleep or not
+                if not ref_due:
+                    while ch < nch and CS[ch, CS_WAKE] > t:
+                        ch += 1
+                if ch >= nch:
+                    break
+                _count_power(CS, RK, r_open, nranks, ch, t)
+                ch_event = False
+                ch_next = INF
+                if ref_due:
+                    _refresh_due(P, CS, refq, ch)
+                    ch_event = True
+                if sched == SCHED_PARBS and CS[ch, CS_NMARKED] == 0:
+                    _parbs_mark(P, CS, cq_n, cq, src_rank, scratch, ch)
+                issued = 0
+                first_rw = False
+                for slot in range(2):
+                    if slot == 1 and (issued == 0 or P[P_DUAL_CMD] == 0):
+                        break
+                    cmd = -1
+                    bidx = 0
+                    row = -1
+                    col = -1
+                    addr = -1
+                    conflict_pre = False
+                    if slot == 0 and CS[ch, CS_REFQ_N] > 0:
+                        CS[ch, CS_INREF] = 1
+                        rc, rv = _refresh_pick(P, CS, refq, b_state, b_timing, ch, t)
+                        if rc >= 0:
+                            cmd = rc
+                            bidx = rv
+                        else:
+                            ch_next = rv
+                    if cmd < 0:
+                        if sched == SCHED_DRAMSIM3:
+                            q, k, need = _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits,
+                                                        b_timing, faw, faw_n, aw32, aw32_n, cq_n,
+                                                        cq,
+                                                        q_lb, ch, t)
+                        else:
+                            q, k, need = _pick_priority(P, CS, C, refq, b_state, b_row, b_hits,
+                                                        b_timing, faw, faw_n, aw32, aw32_n, cq_n,
+                                                        cq, src_rank, q_lb,
+                                                        ch, t, tq_n, tq_addr, tq_isw, tq_src, tq_q)
+                        if q >= 0:
+                            cmd = need
+                            bidx = cq[ch, q, k, CQ_BANK]
+                            row = cq[ch, q, k, CQ_ROW]
+                            col = cq[ch, q, k, CQ_COL]
+                            addr = cq[ch, q, k, CQ_ADDR]
+                            conflict_pre = need == PRE
+                            if cmd == RD or cmd == WR:
+                                close = False
+                                if page == PAGE_OPEN_ADAPTIVE or (
+                                        page == PAGE_EARLY_PRE and P[P_EP_N] > 0
+                                        and b_streak[ch, bidx] >= P[P_EP_N]):
+                                    close = True
+                                    for j in range(cq_n[ch, q]):
+                                        if j != k and cq[ch, q, j, CQ_BANK] == bidx \
+                                                and cq[ch, q, j, CQ_ROW] == row:
+                                            close = False
+                                            break
+                                if close:
+                                    cmd = RDP if cmd == RD else WRP
+                            if cmd == RD or cmd == WR or cmd == RDP or cmd == WRP:
+                                if cq[ch, q, k, CQ_MARK] != 0:
+                                    CS[ch, CS_NMARKED] -= 1
+                                if cq_n[ch, q] >= P[P_CQ_SIZE]:
+                                    # a full command queue frees a slot: the transactions
+                                    # waiting for it may move (those waiting for other,
+                                    # still full, queues still wait)
+                                    CS[ch, CS_TQ_BLOCKED] = 0
+                                _erase_cq(cq_n, cq, ch, q, k)
+                                _invalidate_q(CS, q_lb, ch, q)
+                                CS[ch, CS_CQ_TOTAL] -= 1
+                    if cmd < 0:
+                        break
+                    is_rw = cmd == RD or cmd == WR or cmd == RDP or cmd == WRP
+                    if slot == 1:
+                        # HBM: a second command only as the other half of a row/column pair
+                        if is_rw == first_rw:
+                            break
+                        C[ch, C_DUAL] += 1
+                    rank = _bank_rank(P, bidx)
+                    if cmd == RD or cmd == RDP:
+                        _complete_read(P, G, CS, pr_head, pr_next, pr_addr, pr_added, pr_id,
+                                       ring_r_t, ring_r_code, ring_r_lat, ch, t, addr)
+                    elif cmd == WR or cmd == WRP:
+                        _complete_write(P, C, CS, pw_head, pw_next, pw_addr, pw_added, hist_w, ch,
+                                        t, addr)
+                    # statistics before the state update: a column command is a row hit if it is
+                    # not the first access since the ACT (DRAMsim3's definition)
+                    _command_stats(C, BK, RK, b_hits, b_last_conflict, b_streak, ch, cmd, rank,
+                                   bidx, conflict_pre)
+                    _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_conflict,
+                                   r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx,
+                                   row, conflict_pre)
+                    _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
+                    if P[P_CMDLOG] != 0:
+                        _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col,
+                             cmd == REF or cmd == REFB or (cmd == PRE and not conflict_pre))
+                    if cmd == REF or cmd == REFB:
+                        _refresh_issued(P, CS, BK, b_timing, q_lb, TN, TX, TD, ch, cmd, rank,
+                                        bidx, t)
+                    issued += 1
+                    first_rw = is_rw
+                    ch_event = True
+                # power states, after this cycle's command
+                _count_power(CS, RK, r_open, nranks, ch, t + 1)
+                if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
+                                         cq, pr_head, pr_next,
+                                         pr_addr, q_lb, b_state, b_row, b_timing, ch):
+                    ch_event = True
+                if ch_event:
+                    event = True
+                    CS[ch, CS_WAKE] = t + 1
+                else:
+                    if CS[ch, CS_MINLB] < ch_next:
+                        ch_next = CS[ch, CS_MINLB]
+                    CS[ch, CS_WAKE] = ch_next
+            # ---- 3. front end: one request a cycle, in order --------------------------------
+            pos = G[G_POS]
+            if P[P_INTAKE] == INTAKE_PER_CHANNEL:
+                nt = _intake_per_channel(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q,
+                                         pr_head, pr_next, pr_addr, pr_added, pr_id, pw_head,
+                                         pw_next, pw_addr, pw_added, pw_id, ring_f_t, ring_f_code,
+                                         ring_f_lat, in_addr, in_isw, in_cyc, in_src, in_id, n_in,
+                                         final, t)
+                if nt < 0:
+                    event = True
+                elif nt < next_t:
+                    next_t = nt
+            elif pos < n_in:
+                if in_cyc[pos] <= t:
+                    if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
+                               pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
+                               ring_f_t, ring_f_code, ring_f_lat, in_addr[pos], in_isw[pos] != 0,
+                               in_src[pos], in_id[pos], t):
+                        G[G_FRONT_LAG_SUM] += t - in_cyc[pos]
+                        G[G_POS] = pos + 1
+                        G[G_LAST_ACCEPT] = t
+                        event = True
+                        if pos + 1 >= n_in and final != 0 and P[P_PHANTOM_EOF] == 0:
+                            G[G_FRONT_DONE] = 1
+                elif in_cyc[pos] < next_t:
+                    next_t = in_cyc[pos]
+            elif final != 0 and G[G_FRONT_DONE] == 0:
+                # DRAMsim3's end-of-file quirk: one phantom READ of the last address, offered
+                # once, the cycle after the last line was accepted
+                if P[P_PHANTOM_EOF] != 0 and n_in > 0 and G[G_PHANTOM_DONE] == 0:
+                    G[G_PHANTOM_DONE] = 1
+                    if _accept_cold(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head,
+                                    pr_next, pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr,
+                                    pw_added, pw_id, ring_f_t, ring_f_code, ring_f_lat,
+                                    in_addr[n_in - 1], False, in_src[n_in - 1], -1, t):
+                        G[G_PHANTOM_ADDED] = 1
+                        event = True
+                G[G_FRONT_DONE] = 1
+            # ---- end of run: everything accepted has completed ------------------------------
+            if G[G_FRONT_DONE] != 0 and G[G_COMPLETED] == G[G_ACCEPTED]:
+                _wake_all(CS, RK, r_open, nch, nranks, t + 1)
+                G[G_CLK] = t + 1
+                G[G_NUM_CYCLES] = t + 1
+                G[G_FINISHED] = 1
+                return FINISHED
+            if event:
+                t += 1
+                continue
+            if G[G_COMPLETED] < G[G_ACCEPTED] and t - G[G_LAST_COMPLETE] > P[P_WATCHDOG] \
+                    and t - G[G_LAST_ACCEPT] > P[P_WATCHDOG]:
+                # requests outstanding, yet none completed for a very long time: a policy livelock
+                _wake_all(CS, RK, r_open, nch, nranks, t + 1)
+                G[G_CLK] = t + 1
+                return DEADLOCK
+            # ---- idle: jump to the next cycle at which anything can change ------------------
+            # (every channel sleeps now: its wake time bounds its next command or refresh step)
+            for ch in range(nch):
+                if CS[ch, CS_WAKE] < next_t:
+                    next_t = CS[ch, CS_WAKE]
+            if next_ref < next_t:
+                next_t = next_ref
+            if G[G_RING_R_N] > 0 and ring_r_t[G[G_RING_R_HEAD]] < next_t:
+                next_t = ring_r_t[G[G_RING_R_HEAD]]
+            if G[G_RING_F_N] > 0 and ring_f_t[G[G_RING_F_HEAD]] < next_t:
+                next_t = ring_f_t[G[G_RING_F_HEAD]]
+            if stop_cycle < next_t:
+                next_t = stop_cycle
+            if G[G_POS] >= n_in and final == 0 and horizon < next_t:
+                next_t = horizon
+            if next_t >= INF:
+                # nothing can ever happen again, yet requests are outstanding
+                _wake_all(CS, RK, r_open, nch, nranks, t + 1)
+                G[G_CLK] = t + 1
+                return DEADLOCK
+            if next_t <= t + 1:
+                t += 1
+                continue
+            # the skipped cycles' power states are counted when each channel wakes
+            t = next_t
+
+    return run_kernel
+
+
+#: the compiled variants of the event loop, as (scheduler, page policy) codes, -1 for any
+#: (read from P): the first runs every memory; the others, DRAMsim3's scheduler with open or
+#: closed pages (DRAMsim3's two row-buffer policies), only their own pair
+VARIANTS = ((-1, -1), (SCHED_DRAMSIM3, PAGE_OPEN), (SCHED_DRAMSIM3, PAGE_CLOSE))
+#: ... their kernels, in that order (the ahead-of-time library exports them in it too)
+KERNELS = tuple(_make_run_kernel(sched, page) for sched, page in VARIANTS)
+#: the event loop for any policy (tests and tools call it directly on a Simulator's bundles)
+run_kernel = KERNELS[0]
+
+
+def kernel_variant(P: np.ndarray) -> int:
+    """The index in KERNELS of the kernel that runs a memory with configuration vector P:
+    the variant for its scheduler and page policy if there is one, else the general one."""
+    pair = (int(P[P_SCHED]), int(P[P_PAGE]))
+    return VARIANTS.index(pair) if pair in VARIANTS else 0
 
 
 @njit(cache=True, inline='always', _nrt=False)

@@ -46,7 +46,7 @@ from engine.errors import DiffMemError, SimulationError
 
 log = logging.getLogger(__name__)
 
-ABI = 1                       # bump when the entry's arguments or the C file change
+ABI = 2                       # bump when the entries, their arguments or the C file change
 MODE_ENV = "DIFFMEM_KERNEL"
 DIR_ENV = "DIFFMEM_KERNEL_DIR"
 MODES = ("auto", "jit", "aot")
@@ -61,6 +61,11 @@ SOURCES = ("kernel.py", "timing.py", "policies.py", "standards/base.py", "trace.
 STUB_PREFIXES = ("Py", "_Py", "NRT_", "numba_")
 
 RunFn = Callable[..., int]
+
+
+def run_entry(variant: int) -> str:
+    """The library's exported name of kernel variant ``variant`` (engine.kernel.KERNELS)."""
+    return f"diffmem_run_kernel_{variant}"
 
 
 class KernelBuildError(DiffMemError):
@@ -161,13 +166,15 @@ class AotKernel:
     """The loaded library: its entries and the array ranks ``run_kernel`` was compiled for."""
 
     path: Path
-    run_kernel: Any           # ctypes functions (ptrs, ints, failed) -> int64
-    parse_text: Any
+    run_kernels: tuple[Any, ...]   # ctypes functions (ptrs, ints, failed) -> int64, a variant
+    parse_text: Any                # each (engine.kernel.KERNELS' order)
     ranks: tuple[int, ...]
 
     def bind(self, consts: Sequence[np.ndarray], state: Sequence[np.ndarray]) -> RunFn | None:
         """A ``run_kernel``-like callable on these bundles, or None when they do not match
-        what the library was compiled for (rank, dtype, layout)."""
+        what the library was compiled for (rank, dtype, layout). The kernel variant is the
+        one engine.kernel.kernel_variant picks for the bundles' configuration vector."""
+        from engine import kernel as K
         arrays = tuple(consts) + tuple(state)
         if len(arrays) + N_CHUNK != len(self.ranks):
             return None
@@ -183,7 +190,7 @@ class AotKernel:
             ints[o:o + a.ndim] = a.shape
             o += a.ndim
         err = np.zeros(1, np.int64)
-        fn = self.run_kernel
+        fn = self.run_kernels[K.kernel_variant(consts[0])]
         pp, ip, ep = ptrs.ctypes.data, ints.ctypes.data, err.ctypes.data
         path = self.path
 
@@ -243,13 +250,14 @@ def _open(path: Path, key: str) -> AotKernel:
         raise OSError(f"{path}: built for key {got!r}, not {key}")
     n = ctypes.c_int64.in_dll(lib, "diffmem_kernel_nranks").value
     ranks = tuple((ctypes.c_int64 * n).in_dll(lib, "diffmem_kernel_ranks"))
+    from engine import kernel as K
     fns = []
-    for name in ("diffmem_run_kernel", "diffmem_parse_text"):
+    for name in (*map(run_entry, range(len(K.KERNELS))), "diffmem_parse_text"):
         fn = getattr(lib, name)
         fn.restype = ctypes.c_int64
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         fns.append(fn)
-    return AotKernel(path, fns[0], fns[1], ranks)
+    return AotKernel(path, tuple(fns[:-1]), fns[-1], ranks)
 
 
 def load() -> AotKernel | None:
@@ -286,9 +294,10 @@ def load() -> AotKernel | None:
 
 def _jit_runner(consts: tuple, state: tuple) -> RunFn:
     from engine import kernel as K
+    kernel = K.KERNELS[K.kernel_variant(consts[0])]
 
     def run(addr, isw, cyc, src, rid, final: int, stop: int, horizon: int) -> int:
-        return K.run_kernel(consts, state, (addr, isw, cyc, src, rid), final, stop, horizon)
+        return kernel(consts, state, (addr, isw, cyc, src, rid), final, stop, horizon)
     return run
 
 
@@ -546,8 +555,8 @@ def _compile_objects() -> tuple[list[bytes], list[tuple[str, str]], list[str], l
     from engine import kernel as K
     from engine import trace as T
     ranks, n_consts, n_state = _state_ranks()
-    todo = (("diffmem_run_kernel", K.run_kernel, _run_kernel_spec(ranks, n_consts, n_state),
-             True),
+    spec = _run_kernel_spec(ranks, n_consts, n_state)
+    todo = (*((run_entry(i), fn, spec, True) for i, fn in enumerate(K.KERNELS)),
             ("diffmem_parse_text", T._parse_text, PARSE_TEXT_SPEC, False))
     sig = types.int64(types.CPointer(types.voidptr), types.CPointer(types.int64))
     objects, entries = [], []
@@ -658,11 +667,15 @@ def verify(kern: AotKernel) -> None:
     from engine.config import load_config
     from engine.simulator import SimOptions, Simulator
     rng = np.random.default_rng(17)
-    cases = (("DDR4-3200", SimOptions(epoch=2000)),
-             ("HBM2", SimOptions(intake="per-channel", track_completions=True)),
-             ("DDR4-3200", SimOptions(cycles=30_000, cmd_trace=None)))
-    for preset, opts in cases:
-        cfg = load_config(preset)
+    # (every kernel variant: DRAMsim3's scheduler with open pages, then others)
+    cases = (("DDR4-3200", {}, SimOptions(epoch=2000)),
+             ("HBM2", {}, SimOptions(intake="per-channel", track_completions=True)),
+             ("DDR4-3200", {}, SimOptions(cycles=30_000, cmd_trace=None)),
+             ("DDR4-3200", {"scheduler": "frfcfs"}, SimOptions(epoch=2000)),
+             ("HBM2", {"row_buf_policy": "CLOSE_PAGE", "page_policy": "close"}, SimOptions()),
+             ("HBM2", {"scheduler": "parbs", "page_policy": "open_adaptive"}, SimOptions()))
+    for preset, changes, opts in cases:
+        cfg = load_config(preset).replace(**changes) if changes else load_config(preset)
         n = 3000
         addr = (rng.integers(0, cfg.capacity_bytes // 64, n) * 64).astype(np.uint64)
         addr[: n // 2] = (np.arange(n // 2, dtype=np.uint64) * 64)   # a stream, then random

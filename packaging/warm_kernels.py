@@ -6,7 +6,8 @@ does not wait for numba: ``install.sh`` runs it after installing the packages, a
 
 It simulates the shipped demo trace for a few thousand cycles with the options the window
 uses (epochs, a command trace), which compiles every kernel a GUI or CLI simulation calls:
-the kernels' types do not depend on the memory or the options (those are array values).
+the kernels' types do not depend on the memory or the options (those are array values);
+the event loop's variant depends on the scheduler and page policy, so each variant runs.
 """
 from __future__ import annotations
 
@@ -21,17 +22,22 @@ if str(REPO) not in sys.path:
 
 
 def warm(cycles: int = 20_000) -> float:
-    """Run the demo trace for ``cycles`` on DDR4-3200 and HBM2; returns the CPU seconds."""
+    """Run the demo trace for ``cycles`` on DDR4-3200 and HBM2, then once on each other
+    kernel variant (engine.kernel.VARIANTS: another scheduler, closed pages); returns the
+    CPU seconds."""
     from engine.config import load_config
     from engine.simulator import SimOptions, simulate_trace
 
     demo = REPO / "resources" / "traces" / "demo.trace"
     t0 = time.process_time()
+    ddr4 = load_config("DDR4-3200")
+    others = (ddr4.replace(scheduler="frfcfs"),
+              ddr4.replace(row_buf_policy="CLOSE_PAGE", page_policy="close"))
     with tempfile.TemporaryDirectory(prefix="diffmem-warm-") as tmp:
-        for preset in ("DDR4-3200", "HBM2"):
-            simulate_trace(load_config(preset), demo,
+        for cfg in (ddr4, load_config("HBM2"), *others):
+            simulate_trace(cfg, demo,
                            SimOptions(cycles=cycles, epoch=2000,
-                                      cmd_trace=Path(tmp) / f"{preset}.cmd"))
+                                      cmd_trace=Path(tmp) / f"{cfg.name}.cmd"))
     return time.process_time() - t0
 
 

@@ -173,7 +173,8 @@ def test_one_kernel_specialisation_for_every_memory_and_mode(ddr4, tmp_path, mon
     """The kernel takes its state as one bundle (kernel.State) whose field names are the
     simulator's state names; DDR4, HBM2 (dual command, 8 channels), a command trace,
     completions and the threads mode's per-channel states all fit one compiled
-    specialisation (array ranks and layouts never vary), so nothing recompiles."""
+    specialisation of each kernel variant (array ranks and layouts never vary), so nothing
+    recompiles; the variant follows the scheduler and page policy only."""
     monkeypatch.setenv(MODE_ENV, "jit")          # numba's kernel, not the compiled library
     from engine import kernel as K
     sim = Simulator(ddr4, SimOptions(track_completions=True))
@@ -188,7 +189,14 @@ def test_one_kernel_specialisation_for_every_memory_and_mode(ddr4, tmp_path, mon
     simulate_trace(ddr4, trace, SimOptions(cmd_trace=tmp_path / "c.cmd", epoch=500))
     simulate_trace(hbm2, trace, SimOptions(track_completions=True))
     simulate_trace(hbm2, trace, SimOptions(intake="per-channel", threads=2))
-    assert len(K.run_kernel.signatures) == 1
+    # DRAMsim3's scheduler with open pages, DRAMsim3's two configs: its variant, once
+    dramsim3_open = K.KERNELS[K.VARIANTS.index((K.SCHED_DRAMSIM3, K.PAGE_OPEN))]
+    assert len(dramsim3_open.signatures) == 1
+    simulate_trace(ddr4.replace(scheduler="frfcfs"), trace, SimOptions(epoch=500))
+    simulate_trace(hbm2.replace(scheduler="parbs", page_policy="open_adaptive"), trace,
+                   SimOptions(intake="per-channel", threads=2))
+    assert len(K.run_kernel.signatures) == 1       # the general variant, once for both
+    assert len(dramsim3_open.signatures) == 1
 
 
 def test_the_kernel_unpacks_its_bundles_in_their_declared_order():
@@ -211,7 +219,8 @@ def test_the_kernel_unpacks_its_bundles_in_their_declared_order():
 
 def test_a_second_process_loads_the_kernel_from_the_cache(ddr4, tmp_path, monkeypatch):
     """cache=True works with the bundled signature: once this process has the kernel (it
-    compiles and stores it, or loads it), a fresh interpreter loads it without compiling."""
+    compiles and stores it, or loads it), a fresh interpreter loads it without compiling;
+    the kernel's variants (closures of one function, kernel.KERNELS) are cached apart."""
     import subprocess
     import sys
     from pathlib import Path
@@ -220,15 +229,19 @@ def test_a_second_process_loads_the_kernel_from_the_cache(ddr4, tmp_path, monkey
     trace = tmp_path / "t.trace"
     write_text(trace, _random_chunk(500, seed=5))
     simulate_trace(ddr4, trace, SimOptions())
+    simulate_trace(ddr4.replace(scheduler="frfcfs"), trace, SimOptions())
     root = Path(__file__).resolve().parents[1]
     code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
             "from engine import kernel as K\n"
             "from engine.config import load_config\n"
             "from engine.simulator import simulate_trace\n"
-            "simulate_trace(load_config('DDR4-3200'), sys.argv[2])\n"
-            "print(sum(K.run_kernel.stats.cache_hits.values()),"
-            " sum(K.run_kernel.stats.cache_misses.values()))\n")
+            "cfg = load_config('DDR4-3200')\n"
+            "simulate_trace(cfg, sys.argv[2])\n"
+            "simulate_trace(cfg.replace(scheduler='frfcfs'), sys.argv[2])\n"
+            "for k in (K.KERNELS[K.VARIANTS.index((K.SCHED_DRAMSIM3, K.PAGE_OPEN))],"
+            " K.run_kernel):\n"
+            "    print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))\n")
     out = subprocess.run([sys.executable, "-c", code, str(root), str(trace)], cwd=root,
                          capture_output=True, text=True, check=True).stdout.split()
     assert K.run_kernel.signatures
-    assert out == ["1", "0"]
+    assert out == ["1", "0", "1", "0"]

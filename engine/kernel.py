@@ -1388,16 +1388,16 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
     G[G_NLOG] = n + 1
 
 
-def _make_run_kernel(only_sched: int, only_page: int):
+def _make_run_kernel(dramsim3: bool):
     """The event loop, `run_kernel` below, compiled for every scheduler and page policy
-    (`only_sched` / `only_page` -1: read from P) or for one scheduler and one page policy
-    (their codes). numba takes a closure's variables as constants, so in a variant the
-    branches of the other policies are compiled out and the loop keeps fewer values live
-    (the call of _pick_priority and its ~20 array arguments, PAR-BS marking, the early and
-    adaptive precharge scans): DRAMsim3's own scheduler with open pages, the default of
-    every DRAMsim3 config, ran 13-33 % faster so (benchmarks/RESULTS.md, issue 17, lead,
-    2026-12-04). numba's cache keys a closure by its variables too, so each variant is
-    cached apart."""
+    (`dramsim3` False) or for DRAMsim3's: its scheduler, with open or closed rows (True).
+    numba takes a closure's variables as constants, so in that variant the branches of the
+    other policies are compiled out and the loop keeps fewer values live (the call of
+    _pick_priority and its ~20 array arguments, PAR-BS marking, the early and adaptive
+    precharge scans); open and closed rows differ only in the helpers, which read the page
+    policy from P. It ran 13-33 % faster so on DRAMsim3's configs (benchmarks/RESULTS.md,
+    issue 17, lead, 2026-12-04). numba's cache keys a closure by its variables too, so each
+    variant is cached apart."""
 
     @njit(cache=True, nogil=True, _nrt=False)
     def run_kernel(k, s, inp, final, stop_cycle, horizon):
@@ -1424,15 +1424,15 @@ def _make_run_kernel(only_sched: int, only_page: int):
         nch = P[P_CHANNELS]
         nranks = P[P_RANKS]
         banks = P[P_BANKS]
-        # (a variant's own policies are constants here: see _make_run_kernel)
-        if only_sched < 0:
+        # (the DRAMsim3 variant's policies are constants here: see _make_run_kernel)
+        if dramsim3:
+            sched = SCHED_DRAMSIM3
+            adaptive = False
+            early = False
+        else:
             sched = P[P_SCHED]
-        else:
-            sched = only_sched
-        if only_page < 0:
-            page = P[P_PAGE]
-        else:
-            page = only_page
+            adaptive = P[P_PAGE] == PAGE_OPEN_ADAPTIVE
+            early = P[P_PAGE] == PAGE_EARLY_PRE and P[P_EP_N] > 0
         ref_interval = P[P_REF_INTERVAL]
         track = P[P_TRACK_IDS] != 0
         for ch in range(nch):
@@ -1532,9 +1532,7 @@ def _make_run_kernel(only_sched: int, only_page: int):
                             conflict_pre = need == PRE
                             if cmd == RD or cmd == WR:
                                 close = False
-                                if page == PAGE_OPEN_ADAPTIVE or (
-                                        page == PAGE_EARLY_PRE and P[P_EP_N] > 0
-                                        and b_streak[ch, bidx] >= P[P_EP_N]):
+                                if adaptive or (early and b_streak[ch, bidx] >= P[P_EP_N]):
                                     close = True
                                     for j in range(cq_n[ch, q]):
                                         if j != k and cq[ch, q, j, CQ_BANK] == bidx \
@@ -1682,21 +1680,20 @@ def _make_run_kernel(only_sched: int, only_page: int):
     return run_kernel
 
 
-#: the compiled variants of the event loop, as (scheduler, page policy) codes, -1 for any
-#: (read from P): the first runs every memory; the others, DRAMsim3's scheduler with open or
-#: closed pages (DRAMsim3's two row-buffer policies), only their own pair
-VARIANTS = ((-1, -1), (SCHED_DRAMSIM3, PAGE_OPEN), (SCHED_DRAMSIM3, PAGE_CLOSE))
-#: ... their kernels, in that order (the ahead-of-time library exports them in it too)
-KERNELS = tuple(_make_run_kernel(sched, page) for sched, page in VARIANTS)
+#: the compiled variants of the event loop: the general one (any scheduler and page policy)
+#: and DRAMsim3's (its scheduler with open or closed rows, DRAMsim3's two row-buffer
+#: policies), in the order the ahead-of-time library exports them
+VARIANTS = ("general", "dramsim3")
+KERNELS = (_make_run_kernel(False), _make_run_kernel(True))
 #: the event loop for any policy (tests and tools call it directly on a Simulator's bundles)
 run_kernel = KERNELS[0]
 
 
 def kernel_variant(P: np.ndarray) -> int:
     """The index in KERNELS of the kernel that runs a memory with configuration vector P:
-    the variant for its scheduler and page policy if there is one, else the general one."""
-    pair = (int(P[P_SCHED]), int(P[P_PAGE]))
-    return VARIANTS.index(pair) if pair in VARIANTS else 0
+    DRAMsim3's when P asks for its scheduler with open or closed rows, else the general one."""
+    return int(P[P_SCHED] == SCHED_DRAMSIM3 and (P[P_PAGE] == PAGE_OPEN
+                                                 or P[P_PAGE] == PAGE_CLOSE))
 
 
 @njit(cache=True, inline='always', _nrt=False)

@@ -190,12 +190,16 @@ class AotKernel:
             ints[o:o + a.ndim] = a.shape
             o += a.ndim
         err = np.zeros(1, np.int64)
-        fn = self.run_kernels[K.kernel_variant(consts[0])]
+        P = consts[0]
+        variant = K.kernel_variant(P)
+        fn = self.run_kernels[variant]
         pp, ip, ep = ptrs.ctypes.data, ints.ctypes.data, err.ctypes.data
         path = self.path
 
         def run(addr: np.ndarray, isw: np.ndarray, cyc: np.ndarray, src: np.ndarray,
                 rid: np.ndarray, final: int, stop: int, horizon: int) -> int:
+            if variant:
+                _check_variant(P, variant)
             chunk = [np.ascontiguousarray(x, np.int64) for x in (addr, isw, cyc, src, rid)]
             for j, x in enumerate(chunk):
                 ptrs[n_fixed + j] = x.ctypes.data
@@ -292,11 +296,26 @@ def load() -> AotKernel | None:
     return kern
 
 
+def _check_variant(P: np.ndarray, variant: int) -> None:
+    """Raise unless kernel variant ``variant`` still runs configuration vector P: a variant
+    has its policies compiled in, so a P changed after the kernel was chosen (a programming
+    error) would be simulated with the policies of another."""
+    from engine import kernel as K
+    if K.kernel_variant(P) != variant:
+        raise SimulationError(f"engine kernel: its {K.VARIANTS[variant]} variant was chosen, "
+                              f"but the configuration vector now asks for scheduler "
+                              f"{int(P[K.P_SCHED])} and page policy {int(P[K.P_PAGE])}")
+
+
 def _jit_runner(consts: tuple, state: tuple) -> RunFn:
     from engine import kernel as K
-    kernel = K.KERNELS[K.kernel_variant(consts[0])]
+    P = consts[0]
+    variant = K.kernel_variant(P)
+    kernel = K.KERNELS[variant]
 
     def run(addr, isw, cyc, src, rid, final: int, stop: int, horizon: int) -> int:
+        if variant:
+            _check_variant(P, variant)
         return kernel(consts, state, (addr, isw, cyc, src, rid), final, stop, horizon)
     return run
 
@@ -667,7 +686,7 @@ def verify(kern: AotKernel) -> None:
     from engine.config import load_config
     from engine.simulator import SimOptions, Simulator
     rng = np.random.default_rng(17)
-    # (every kernel variant: DRAMsim3's scheduler with open pages, then others)
+    # (both kernel variants: DRAMsim3's scheduler with open or closed rows, then others)
     cases = (("DDR4-3200", {}, SimOptions(epoch=2000)),
              ("HBM2", {}, SimOptions(intake="per-channel", track_completions=True)),
              ("DDR4-3200", {}, SimOptions(cycles=30_000, cmd_trace=None)),

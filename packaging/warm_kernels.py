@@ -22,17 +22,16 @@ if str(REPO) not in sys.path:
 
 
 def warm(cycles: int = 20_000) -> float:
-    """Run the demo trace for ``cycles`` on DDR4-3200 and HBM2, then once on each other
-    kernel variant (engine.kernel.VARIANTS: another scheduler, closed pages); returns the
-    CPU seconds."""
+    """Run the demo trace for ``cycles`` on DDR4-3200 and HBM2 (the event loop's DRAMsim3
+    variant), then with another scheduler (its general variant: engine.kernel.VARIANTS);
+    returns the CPU seconds."""
     from engine.config import load_config
     from engine.simulator import SimOptions, simulate_trace
 
     demo = REPO / "resources" / "traces" / "demo.trace"
     t0 = time.process_time()
     ddr4 = load_config("DDR4-3200")
-    others = (ddr4.replace(scheduler="frfcfs"),
-              ddr4.replace(row_buf_policy="CLOSE_PAGE", page_policy="close"))
+    others = (ddr4.replace(scheduler="frfcfs"),)
     with tempfile.TemporaryDirectory(prefix="diffmem-warm-") as tmp:
         for cfg in (ddr4, load_config("HBM2"), *others):
             simulate_trace(cfg, demo,

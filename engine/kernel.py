@@ -1677,6 +1677,11 @@ def _make_run_kernel(dramsim3: bool):
             # the skipped cycles' power states are counted when each channel wakes
             t = next_t
 
+    # a name of its own for each variant: numba names the machine code's symbol (and the
+    # cache file) after __qualname__, and the two closures of one function would otherwise
+    # share it whenever two processes compiled them (each the first function compiled, uid
+    # 1): the library build, which links both, then failed with "multiple definition"
+    run_kernel.py_func.__qualname__ = f"run_kernel_{'dramsim3' if dramsim3 else 'general'}"
     return run_kernel
 
 

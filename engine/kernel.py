@@ -135,8 +135,8 @@ NEED_INPUT, FINISHED, PAUSED, DEADLOCK = 0, 1, 2, 3
 
 # ---- the kernel's arguments, three bundles (one typed argument each) -------------------------
 # The named tuples declare the bundles (names, order); run_kernel receives each as a plain
-# tuple of its fields (numba compiles one specialisation: the array ranks never vary) and
-# unpacks it once at entry, in this order. The arrays are allocated in one place
+# tuple of its fields (numba compiles one specialisation of each variant: the array ranks
+# never vary) and unpacks it once at entry, in this order. The arrays are allocated in one place
 # (engine.simulator.Simulator._build_state); the field names are the state's names there
 # (Simulator.s maps them to the same arrays).
 class Consts(NamedTuple):

@@ -118,11 +118,11 @@ say "byte code: compiling the project's modules"
 
 # ---- 5. numba kernels ----------------------------------------------------------------------
 # Compiled once here (into engine/__pycache__), so the first simulation in the window, from
-# any home folder, starts at once instead of waiting ~1 min for numba.  Cached kernels load in
-# ~2 s, so a re-run costs little; the test suite reuses the same cache.
+# any home folder, starts at once instead of waiting a minute or two for numba.  Cached
+# kernels load in ~2 s, so a re-run costs little; the test suite reuses the same cache.
 say "numba kernels: compiling (first install: a minute or two)"
 "$PY" packaging/warm_kernels.py
-# The kernel compiled ahead of time into a shared library in the user cache (~10 CPU-s with
+# The kernel compiled ahead of time into a shared library in the user cache (~13 CPU-s with
 # the numba cache warm): a simulation then starts without importing numba (issue 17). It
 # needs a C compiler; without one the engine keeps using numba's kernel.
 say "compiled kernel: building (main.py build-kernel)"

@@ -135,8 +135,8 @@ NEED_INPUT, FINISHED, PAUSED, DEADLOCK = 0, 1, 2, 3
 
 # ---- the kernel's arguments, three bundles (one typed argument each) -------------------------
 # The named tuples declare the bundles (names, order); run_kernel receives each as a plain
-# tuple of its fields (numba compiles one specialisation: the array ranks never vary) and
-# unpacks it once at entry, in this order. The arrays are allocated in one place
+# tuple of its fields (numba compiles one specialisation of each variant: the array ranks
+# never vary) and unpacks it once at entry, in this order. The arrays are allocated in one place
 # (engine.simulator.Simulator._build_state); the field names are the state's names there
 # (Simulator.s maps them to the same arrays).
 class Consts(NamedTuple):
@@ -1677,6 +1677,11 @@ def _make_run_kernel(dramsim3: bool):
             # the skipped cycles' power states are counted when each channel wakes
             t = next_t
 
+    # a name of its own for each variant: numba names the machine code's symbol (and the
+    # cache file) after __qualname__, and the two closures of one function would otherwise
+    # share it whenever two processes compiled them (each the first function compiled, uid
+    # 1): the library build, which links both, then failed with "multiple definition"
+    run_kernel.py_func.__qualname__ = f"run_kernel_{'dramsim3' if dramsim3 else 'general'}"
     return run_kernel
 
 

@@ -6,11 +6,12 @@ kernel function is compiled with ``_nrt=False`` (it never allocates), so the mac
 numba makes of :func:`engine.kernel.run_kernel` needs nothing of numba's runtime. This module
 
 * **builds** (:func:`build`, ``python main.py build-kernel``; needs numba and a C compiler)
-  a C entry for the kernel: a ``numba.cfunc`` taking the arrays' data pointers and shapes,
+  a C entry for each variant of the kernel (``engine.kernel.KERNELS``,
+  ``diffmem_run_kernel_<i>``): a ``numba.cfunc`` taking the arrays' data pointers and shapes,
   wrapping them with ``numba.carray`` (the same array types the JIT path sees, so numba's
-  cached compilation of ``run_kernel`` is reused) and calling ``run_kernel``; its optimised
+  cached compilation of the variant is reused) and calling it; its optimised
   LLVM module is emitted as position-independent object code for this CPU and linked with a
-  small C file (the exported entry, the array ranks, the key, and stubs for the symbols that
+  small C file (the exported entries, the array ranks, the key, and stubs for the symbols that
   only numba's error path references: a call to one of them marks the run failed) into
   ``<user cache>/kernel/run_kernel-<key>.so``. The library is checked against the JIT
   kernel on short runs before it is put in place.

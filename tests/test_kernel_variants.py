@@ -90,3 +90,13 @@ def test_a_configuration_changed_after_the_kernel_was_chosen_is_refused(mode, mo
         sim.close()
     finally:
         kernel_aot._loaded.clear()
+
+
+def test_each_variant_has_a_name_of_its_own():
+    """numba names a kernel's machine-code symbol and cache file after its __qualname__; two
+    closures of one function compiled by two processes (each the first function compiled
+    there) got one symbol name, and the library build, which links both, failed with
+    "multiple definition"."""
+    names = [k.py_func.__qualname__ for k in K.KERNELS]
+    assert len(set(names)) == len(K.KERNELS)
+    assert all(n.startswith("run_kernel") for n in names)

@@ -1,4 +1,5 @@
-"""Compare the machine code numba makes of ``engine.kernel.run_kernel`` in two source trees.
+"""Compare the machine code numba makes of the event loop (``engine.kernel``, the variant
+DDR4-3200 runs on) in two source trees.
 
     .venv/bin/python benchmarks/kernel_asm_diff.py OLD_TREE [NEW_TREE]
 
@@ -30,10 +31,17 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from engine import kernel as K
 from engine.config import load_config
-from engine.simulator import SimOptions, simulate_trace
-simulate_trace(load_config("DDR4-3200"), sys.argv[1] + "/resources/traces/demo.trace",
-               SimOptions(cycles=2000))
-sys.stdout.write(K.run_kernel.inspect_asm(K.run_kernel.signatures[0]))
+from engine.simulator import SimOptions, Simulator, simulate_trace
+cfg = load_config("DDR4-3200")
+simulate_trace(cfg, sys.argv[1] + "/resources/traces/demo.trace", SimOptions(cycles=2000))
+# the event-loop variant DDR4-3200 runs on (trees before the variants: the one run_kernel)
+if hasattr(K, "KERNELS"):
+    sim = Simulator(cfg)
+    k = K.KERNELS[K.kernel_variant(sim.P)]
+    sim.close()
+else:
+    k = K.run_kernel
+sys.stdout.write(k.inspect_asm(k.signatures[0]))
 """
 
 LABEL = re.compile(r"^([A-Za-z_$][\w.$@]*):")
@@ -60,12 +68,18 @@ def short(symbol: str) -> str:
     m = SYMBOL.match(symbol)
     if not m:
         return symbol[:40]
-    return ("cpython wrapper of " if symbol.startswith("_ZN7cpython") else "") + m.group(1)
+    name = m.group(1)
+    # an event-loop variant (run_kernel_dramsim3, ...: engine.kernel.KERNELS) compares with
+    # the one run_kernel of trees before the variants
+    if name.startswith("run_kernel"):
+        name = "run_kernel"
+    return ("cpython wrapper of " if symbol.startswith("_ZN7cpython") else "") + name
 
 
 def compile_tree(tree: Path) -> dict[str, list[str]]:
     with tempfile.TemporaryDirectory(prefix="kernel-asm-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        # (numba's kernel, not the compiled-ahead library: the listing is numba's)
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, DIFFMEM_KERNEL="jit")
         res = subprocess.run([sys.executable, "-c", CHILD, str(tree.resolve())], env=env,
                              capture_output=True, text=True, check=True, cwd=tree)
     merged: dict[str, list[str]] = {}

@@ -1395,8 +1395,8 @@ def _make_run_kernel(dramsim3: bool):
     other policies are compiled out and the loop keeps fewer values live (the call of
     _pick_priority and its ~20 array arguments, PAR-BS marking, the early and adaptive
     precharge scans); open and closed rows differ only in the helpers, which read the page
-    policy from P. It ran 13-33 % faster so on DRAMsim3's configs (benchmarks/RESULTS.md,
-    issue 17, lead, 2026-12-04). numba's cache keys a closure by its variables too, so each
+    policy from P. DRAMsim3's configs took 12-33 % less CPU so (whole process, 1M traces:
+    benchmarks/RESULTS.md, issue 17, lead, 2026-12-04). numba's cache keys a closure by its variables too, so each
     variant is cached apart."""
 
     @njit(cache=True, nogil=True, _nrt=False)

@@ -97,6 +97,12 @@ seed_home=$(mktemp -d)
 say "numba kernels: compiling into the bundle"
 HOME="$seed_home" XDG_CACHE_HOME="$seed_home/.cache" XDG_CONFIG_HOME="$seed_home/.config" \
     NUMBA_CACHE_DIR="$app/_internal/numba-seed" "$app/diffmem" demo --headless > /dev/null
+# ... and the event loop's general variant (engine.kernel.VARIANTS: the demo runs DRAMsim3's
+# scheduler only; any other scheduler or page policy, a study's what-ifs, runs this one)
+HOME="$seed_home" XDG_CACHE_HOME="$seed_home/.cache" XDG_CONFIG_HOME="$seed_home/.config" \
+    NUMBA_CACHE_DIR="$app/_internal/numba-seed" "$app/diffmem" simulate --config DDR4-3200 \
+    --trace "$app/_internal/resources/traces/demo.trace" --scheduler frfcfs --cycles 20000 \
+    --out "$seed_home/frfcfs.json" > /dev/null
 rm -rf "$seed_home"
 say "numba kernels: $(du -sh "$app/_internal/numba-seed" | cut -f1) shipped"
 say "application: $app/diffmem ($(du -sh "$app" | cut -f1))"

@@ -1396,15 +1396,16 @@ def _make_run_kernel(dramsim3: bool):
     _pick_priority and its ~20 array arguments, PAR-BS marking, the early and adaptive
     precharge scans); open and closed rows differ only in the helpers, which read the page
     policy from P. DRAMsim3's configs took 12-33 % less CPU so (whole process, 1M traces:
-    benchmarks/RESULTS.md, issue 17, lead, 2026-12-04). numba's cache keys a closure by its variables too, so each
-    variant is cached apart."""
+    benchmarks/RESULTS.md, issue 17, lead, 2026-12-04). numba's cache keys a closure by its
+    variables too, so each variant is cached apart."""
 
     @njit(cache=True, nogil=True, _nrt=False)
     def run_kernel(k, s, inp, final, stop_cycle, horizon):
         """Advance the memory system from cycle G[G_CLK] until the input chunk is used up
         (NEED_INPUT; with no input the kernel still runs up to `horizon`, the caller's promise
-        that no request arrives earlier), every accepted request has completed after the last input (FINISHED), or
-        the stop cycle, a full command log or a full completion buffer is reached (PAUSED).
+        that no request arrives earlier), every accepted request has completed after the last
+        input (FINISHED), or the stop cycle, a full command log or a full completion buffer is
+        reached (PAUSED).
 
         `k`, `s` and `inp` are the fields of a :class:`Consts`, a :class:`State` and a
         :class:`Chunk` as plain tuples (``tuple(state)``: numba types a plain tuple of arrays in
@@ -1681,13 +1682,13 @@ def _make_run_kernel(dramsim3: bool):
     # cache file) after __qualname__, and the two closures of one function would otherwise
     # share it whenever two processes compiled them (each the first function compiled, uid
     # 1): the library build, which links both, then failed with "multiple definition"
-    run_kernel.py_func.__qualname__ = f"run_kernel_{'dramsim3' if dramsim3 else 'general'}"
+    run_kernel.py_func.__qualname__ = f"run_kernel_{VARIANTS[int(dramsim3)]}"
     return run_kernel
 
 
 #: the compiled variants of the event loop: the general one (any scheduler and page policy)
 #: and DRAMsim3's (its scheduler with open or closed rows, DRAMsim3's two row-buffer
-#: policies), in the order the ahead-of-time library exports them
+#: policies), in the order the ahead-of-time library exports them (kernel_variant's indices)
 VARIANTS = ("general", "dramsim3")
 KERNELS = (_make_run_kernel(False), _make_run_kernel(True))
 #: the event loop for any policy (tests and tools call it directly on a Simulator's bundles)

@@ -695,7 +695,7 @@ def verify(kern: AotKernel) -> None:
              ("HBM2", {"row_buf_policy": "CLOSE_PAGE", "page_policy": "close"}, SimOptions()),
              ("HBM2", {"scheduler": "parbs", "page_policy": "open_adaptive"}, SimOptions()))
     for preset, changes, opts in cases:
-        cfg = load_config(preset).replace(**changes) if changes else load_config(preset)
+        cfg = load_config(preset).replace(**changes)
         n = 3000
         addr = (rng.integers(0, cfg.capacity_bytes // 64, n) * 64).astype(np.uint64)
         addr[: n // 2] = (np.arange(n // 2, dtype=np.uint64) * 64)   # a stream, then random

@@ -31,9 +31,8 @@ def warm(cycles: int = 20_000) -> float:
     demo = REPO / "resources" / "traces" / "demo.trace"
     t0 = time.process_time()
     ddr4 = load_config("DDR4-3200")
-    others = (ddr4.replace(scheduler="frfcfs"),)
     with tempfile.TemporaryDirectory(prefix="diffmem-warm-") as tmp:
-        for cfg in (ddr4, load_config("HBM2"), *others):
+        for cfg in (ddr4, load_config("HBM2"), ddr4.replace(scheduler="frfcfs")):
             simulate_trace(cfg, demo,
                            SimOptions(cycles=cycles, epoch=2000,
                                       cmd_trace=Path(tmp) / f"{cfg.name}.cmd"))

@@ -55,8 +55,7 @@ def _run(cfg, opts: SimOptions, general: bool) -> tuple[dict, dict]:
 def test_each_memory_runs_on_its_variant_as_on_the_general_kernel(preset, changes, variant,
                                                                   monkeypatch):
     monkeypatch.setenv(kernel_aot.MODE_ENV, "jit")
-    cfg = load_config(preset)
-    cfg = cfg.replace(**changes) if changes else cfg
+    cfg = load_config(preset).replace(**changes)
     sim = Simulator(cfg)
     assert K.kernel_variant(sim.P) == variant
     sim.close()

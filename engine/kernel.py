@@ -508,9 +508,10 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
         mn = CS[ch, CS_QMIN]
         if mn <= t:
             # a bound came due: every queue whose bound has come due joins the mask, and
-            # CS_QMIN becomes the least bound of the others. (Before, the scan walked every
-            # queue's bound in round-robin order here, with a mispredicted exit per scan:
-            # 4-11 % more CPU on the 1M DDR4 and HBM2 runs, benchmarks/RESULTS.md)
+            # CS_QMIN becomes the least bound of the others. (Before, the scan walked the
+            # queues' bounds in round-robin order up to the first due one, with a
+            # mispredicted exit per scan: 4-14 % more kernel CPU on five of the six 1M DDR4
+            # and HBM2 runs, HBM2 stream within noise; benchmarks/RESULTS.md)
             due, mn = _due_queues(q_lb, ch, nq, t)
             m |= due
             CS[ch, CS_QMASK] = m

@@ -1619,8 +1619,9 @@ def _make_run_kernel(dramsim3: bool):
                     issued += 1
                     first_rw = is_rw
                     ch_event = True
-                # power states, after this cycle's command
-                _count_power(CS, RK, r_open, nranks, ch, t + 1)
+                # (this cycle's power states, after its command, are counted with the cycles
+                # after it, at the channel's next tick or on leaving the loop: only its own
+                # commands change them)
                 if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
                                          cq, pr_head, pr_next,
                                          pr_addr, q_lb, b_state, b_row, b_timing, ch):

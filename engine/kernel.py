@@ -23,6 +23,10 @@ kernel jumps to the earliest cycle at which something can change: a command beco
 a refresh falling due, the next request's arrival, a completion, or the caller's stop cycle.
 Each command queue keeps a lower bound of the cycle at which any of its entries can be ready,
 valid until its content or its bank's state changes, so busy cycles skip waiting banks cheaply.
+
+No code in this module indexes an array with a negative value: numba compiles it without
+Python's negative-index wrap-around (engine/numba_nowrap.py), and
+tests/test_kernel_no_negative_index.py runs it under numba's bounds checks to keep it so.
 """
 from __future__ import annotations
 

@@ -77,6 +77,9 @@ def materialize() -> None:
         if not _pending:
             return
         import numba
+
+        from engine import numba_nowrap
+        numba_nowrap.install()      # before any kernel compiles (engine/numba_nowrap.py)
         if not _typeof_registered:
             from numba.extending import typeof_impl
 

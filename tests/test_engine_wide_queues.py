@@ -44,3 +44,17 @@ def test_more_queues_than_the_mask_matches_dramsim3(shared_dir, ref_traces, tmp_
         assert s["num_requests_pending"] + s["num_requests_waiting"] > 0
     else:
         assert s["num_requests_pending"] == 0 and s["num_requests_waiting"] == 0
+
+
+def test_bit_index_is_log2_of_every_mask_bit() -> None:
+    """The due mask's queue index (_bit_index: a de Bruijn multiply and look-up) for every
+    bit a mask of QMASK_MAX queues can hold, and one beyond."""
+    import numpy as np
+
+    from engine import kernel as K
+    assert sorted(K.BIT_INDEX_OF.tolist()) == list(range(64))
+    for i in range(QMASK_MAX + 1):
+        x = np.int64(1) << np.int64(i)
+        assert K._bit_index(x) == i
+        with np.errstate(over="ignore"):       # (numpy scalars warn where numba wraps)
+            assert K._bit_index.py_func(x) == i

@@ -376,15 +376,21 @@ def _bank_ready_time(P, b_state, b_row, b_timing, faw, faw_n, aw32, aw32_n, ch, 
         if b_row[ch, bidx] == row:
             return ctype, _ready_at(P, b_timing, ch, ctype, bidx)
         return PRE, _ready_at(P, b_timing, ch, PRE, bidx)
+    return ACT, _act_ready_at(P, b_timing, faw, faw_n, aw32, aw32_n, ch, rank, bidx)
+
+
+@njit(cache=True, inline='always', _nrt=False)
+def _act_ready_at(P, b_timing, faw, faw_n, aw32, aw32_n, ch, rank, bidx):
+    """Earliest cycle an ACT may issue to closed bank bidx of the rank: its timing and the
+    activation windows, tFAW (4 ACTs) and, for GDDR, t32AW (32 ACTs)."""
     t = _ready_at(P, b_timing, ch, ACT, bidx)
-    # activation windows: tFAW (4 ACTs) and, for GDDR, t32AW (32 ACTs)
     if faw_n[ch, rank] >= 4:
         if faw[ch, rank, 0] > t:
             t = faw[ch, rank, 0]
     if P[P_IS_GDDR] != 0 and aw32_n[ch, rank] >= 32:
         if aw32[ch, rank, 0] > t:
             t = aw32[ch, rank, 0]
-    return ACT, t
+    return t
 
 
 @njit(cache=True, inline='always', _nrt=False)
@@ -569,11 +575,13 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
             # bank serves row hits in age order and lets only the oldest entry precharge it.
             bidx = qi
             if b_state[ch, bidx] != 1:
-                ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
-                                            aw32, aw32_n, cq_n, cq, ch, qi, 0, t, True)
-                if ok:
+                # a closed bank: the oldest entry needs an ACT (_entry_ready's answer for it,
+                # without looking its bank and rank up in the queue again)
+                tr = _act_ready_at(P, b_timing, faw, faw_n, aw32, aw32_n, ch,
+                                   _bank_rank(P, bidx), bidx)
+                if tr <= t:
                     CS[ch, CS_QIDX] = qi
-                    return qi, 0, need
+                    return qi, 0, ACT
                 q_lb[ch, qi] = tr
                 _bound_set(CS, ch, qi, tr)
                 if tr < mn:

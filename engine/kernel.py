@@ -914,10 +914,10 @@ del _i
 def _bit_index(x):
     """log2 of x, a power of two below 2**63: one multiply and a table look-up (numba has no
     count-trailing-zeros outside its intrinsics, which would import numba at start-up; the
-    six-step shift-and-test it replaced was ~6 % of HBM2 random's samples). The int64
-    product wraps as the unsigned one does; its top 6 bits, masked after the arithmetic
-    shift, are the unsigned ones."""
-    return BIT_INDEX_OF[((x * np.int64(DEBRUIJN64)) >> 58) & 63]
+    six-step shift-and-test it replaced was ~6 % of HBM2 random's samples). The product is
+    taken in uint64, whose overflow wraps by definition (numba marks int64 multiplies
+    no-signed-wrap, so an int64 product that overflows would be undefined to LLVM)."""
+    return BIT_INDEX_OF[np.int64((np.uint64(x) * np.uint64(DEBRUIJN64)) >> np.uint64(58))]
 
 
 @njit(cache=True, inline='always', _nrt=False)

@@ -4,16 +4,23 @@ numba lowers every array index held in a signed integer as ``i < 0 ? i + shape :
 negative indexing) before it computes the address: a compare, an add and a select per index,
 and the dimension's size kept live for it. The event loop in :mod:`engine.kernel` indexes
 ~50 arrays with signed variables (channel, queue, bank, slot) and never with a negative value,
-so in its code that work is pure cost: with it gone the 1M-request DRAMsim3 runs take 12-22 %
+so in its code that work is pure cost: with it gone the 1M-request DRAMsim3 runs took 9-27 %
 less kernel CPU, with identical statistics (benchmarks/RESULTS.md, issue 17, 2026-12-06).
 
 :func:`install` makes numba's integer-index fix-up skip the wrap-around while it lowers a
-function defined in one of :data:`MODULES`, and only then: numba's own library code and every
-other module's kernels keep Python's semantics. A negative index in those modules would then
+function defined in one of :data:`MODULES`, and only then: every other module's kernels and
+numba's library code compiled as functions of their own keep Python's semantics (numba code
+inlined into a kernel at the IR level, an ``inline='always'`` overload, is lowered under the
+kernel's name and so without the wrap-around too; the bounds-checked test covers it as it
+covers the kernel's own lines). A negative index in those modules would then
 address memory before the array, so the rule they follow is "never index negatively", and
 ``tests/test_kernel_no_negative_index.py`` enforces it: it runs the kernels, compiled this way,
 under ``NUMBA_BOUNDSCHECK=1`` (numba then checks every index against ``0 <= i < size`` after the
 fix-up), over the configurations and front ends the engine has.
+
+numba's on-disk cache does not key on this hook (nor on ``NUMBA_BOUNDSCHECK``): kernels are
+compiled anew when ``engine/kernel.py`` changes, so a change here alone needs that file
+touched or the cache cleared (the test compiles into a cache folder of its own).
 
 The fix-up is numba's ``numba.np.arrayobj.fix_integer_index`` (numba is pinned in
 requirements.txt); if a numba release renames it, :func:`install` logs that and leaves numba as

@@ -55,7 +55,9 @@ def test_mangled_prefix_matches_numbas_names() -> None:
 DRIVER = r"""
 import json, sys
 from pathlib import Path
+import numba
 import numpy as np
+from engine import numba_nowrap
 from engine.config import load_config
 from engine.simulator import SimOptions, simulate_trace
 
@@ -109,10 +111,27 @@ cases = [
 ]
 for preset in ("DDR5-4800B", "LPDDR5-6400", "HBM3-6400", "GDDR6", "LPDDR4-3200"):
     cases.append((preset, load_config(preset), {}, mixed))
+ddr5 = load_config("DDR5-4800B").replace(refresh_policy="SAME_BANK_STAGGERED")
+gddr6 = load_config("GDDR6")
+cases += [
+    ("ddr5 same-bank refresh", ddr5, {}, reads),
+    ("ddr5 same-bank refresh frfcfs", ddr5.replace(scheduler="frfcfs"), {}, mixed),
+    ("ddr4 simultaneous refresh", ddr4.replace(refresh_policy="RANK_LEVEL_SIMULTANEOUS"), {},
+     reads),
+    ("ddr4 per-rank frfcfs bank refresh", ddr4.replace(queue_structure="PER_RANK",
+                                                       scheduler="frfcfs",
+                                                       refresh_policy="BANK_LEVEL_STAGGERED"),
+     {}, mixed),
+    ("gddr6 per-rank close", gddr6.replace(queue_structure="PER_RANK", page_policy="close",
+                                           row_buf_policy="CLOSE_PAGE"), {}, mixed),
+    ("ddr4 lower write priority", ddr4.replace(write_priority_pct=75.0), {}, hot),
+]
 done = {}
 for name, cfg, opts, tr in cases:
     st = simulate_trace(cfg, tr, SimOptions(epoch=0, **opts))
     done[name] = int(st.summary["num_reads_done"]) + int(st.summary["num_writes_done"])
+# the checks this run relies on were in force: wrap-around off, bounds checked
+assert numba_nowrap.installed() and numba.config.BOUNDSCHECK, "hook or bounds checks off"
 print(json.dumps(done))
 """
 
@@ -126,6 +145,6 @@ def test_kernels_never_index_negatively(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
     done = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(done) == 22
+    assert len(done) == 28
     # every case simulated requests (a case that ran nothing would check nothing)
     assert all(v > 0 for v in done.values()), done

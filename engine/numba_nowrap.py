@@ -68,6 +68,7 @@ def install() -> bool:
         if _installed:
             return True
         try:
+            import numba
             from numba.core import types
             from numba.np import arrayobj
         except ImportError:     # pragma: no cover - numba is a requirement
@@ -78,7 +79,7 @@ def install() -> bool:
                                                          "size"):
             log.warning("numba %s has no fix_integer_index(context, builder, idxty, idx, size):"
                         " the engine's kernels keep negative-index wrap-around (slower)",
-                        _numba_version())
+                        numba.__version__)
             return False
 
         def fix_integer_index(context: Any, builder: Any, idxty: Any, idx: Any,
@@ -87,7 +88,6 @@ def install() -> bool:
                 return context.cast(builder, idx, idxty, types.intp)
             return original(context, builder, idxty, idx, size)
 
-        fix_integer_index.original = original  # type: ignore[attr-defined]
         arrayobj.fix_integer_index = fix_integer_index
         _installed = True
         log.debug("numba: no negative-index wrap-around in %s", ", ".join(MODULES))
@@ -97,11 +97,3 @@ def install() -> bool:
 def installed() -> bool:
     """Whether :func:`install` is in effect in this process."""
     return _installed
-
-
-def _numba_version() -> str:
-    try:
-        import numba
-        return str(numba.__version__)
-    except ImportError:     # pragma: no cover
-        return "?"

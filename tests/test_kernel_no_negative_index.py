@@ -60,6 +60,7 @@ import numpy as np
 from engine import numba_nowrap
 from engine.config import load_config
 from engine.simulator import SimOptions, simulate_trace
+from engine.trace import TraceChunk, write_trace
 
 out = Path(sys.argv[1])
 rng = np.random.default_rng(11)
@@ -70,10 +71,8 @@ def trace(name, n, span, writes, stride=None):
         addrs = (np.arange(n) * stride) % span
     else:
         addrs = rng.integers(0, span // 64, n) * 64
-    isw = rng.random(n) < writes
-    with open(p, "w") as f:
-        for i in range(n):
-            f.write(f"0x{int(addrs[i]):x} {'WRITE' if isw[i] else 'READ'} {2 * i}\n")
+    write_trace(p, TraceChunk(addrs.astype(np.uint64), rng.random(n) < writes,
+                              2 * np.arange(n, dtype=np.int64), np.zeros(n, np.uint16)))
     return p
 
 ddr4 = load_config("DDR4-3200")

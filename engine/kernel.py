@@ -319,13 +319,15 @@ def _ring_push(G, ring_t, ring_code, ring_lat, head_k, n_k, t, code, lat):
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _pop_completions(G, C, ring_t, ring_code, ring_lat, head_k, n_k, hist_r, comp_out, track, t):
+def _pop_completions(G, C, ring_t, ring_code, ring_lat, head_k, n_k, hist_r, comp_out, track, t,
+                     one_channel):
     """Return every completion of one ring due by cycle t (ReturnDoneTrans): count it, and
-    record a read's latency (cycles from acceptance by the controller to completion)."""
+    record a read's latency (cycles from acceptance by the controller to completion).
+    `one_channel`: the memory has one channel (a compile-time constant: _make_run_kernel)."""
     while G[n_k] > 0 and ring_t[G[head_k]] <= t:
         j = G[head_k]
         code = ring_code[j]
-        ch = (code >> CODE_CH_SHIFT) & CODE_CH_MASK
+        ch = 0 if one_channel else (code >> CODE_CH_SHIFT) & CODE_CH_MASK
         if code & 1:
             C[ch, C_WRITES_DONE] += 1
         else:
@@ -1431,7 +1433,7 @@ def _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col, refresh):
     G[G_NLOG] = n + 1
 
 
-def _make_run_kernel(dramsim3: bool):
+def _make_run_kernel(dramsim3: bool, one_channel: bool = False):
     """The event loop, `run_kernel` below, compiled for every scheduler and page policy
     (`dramsim3` False) or for DRAMsim3's: its scheduler, with open or closed rows (True).
     numba takes a closure's variables as constants, so in that variant the branches of the
@@ -1440,7 +1442,14 @@ def _make_run_kernel(dramsim3: bool):
     precharge scans); open and closed rows differ only in the helpers, which read the page
     policy from P. DRAMsim3's configs took 12-33 % less CPU so (whole process, 1M traces:
     benchmarks/RESULTS.md, issue 17, lead, 2026-12-04). numba's cache keys a closure by its
-    variables too, so each variant is cached apart."""
+    variables too, so each variant is cached apart.
+
+    `one_channel` (DRAMsim3's policies only) compiles the loop for a memory of one channel:
+    the channel index is the constant 0, so every per-channel array's row offset (a
+    multiply by a shape LLVM keeps on the stack, for ~50 arrays) folds away, in the tick,
+    the completion pops and the front end alike. DDR4's DRAMsim3 configs have one channel:
+    10-15 % less kernel CPU on the 1M DDR4 traces (benchmarks/RESULTS.md, issue 17, lead,
+    2026-12-07)."""
 
     @njit(cache=True, nogil=True, _nrt=False)
     def run_kernel(k, s, inp, final, stop_cycle, horizon):
@@ -1465,7 +1474,7 @@ def _make_run_kernel(dramsim3: bool):
         in_addr, in_isw, in_cyc, in_src, in_id = inp
         n_in = in_addr.shape[0]
         t = G[G_CLK]
-        nch = P[P_CHANNELS]
+        nch = 1 if one_channel else P[P_CHANNELS]
         nranks = P[P_RANKS]
         banks = P[P_BANKS]
         # (the DRAMsim3 variant's policies are constants here: see _make_run_kernel)
@@ -1506,9 +1515,9 @@ def _make_run_kernel(dramsim3: bool):
             event = False
             # ---- 1. completions due at t ----------------------------------------------------
             _pop_completions(G, C, ring_r_t, ring_r_code, ring_r_lat, G_RING_R_HEAD, G_RING_R_N,
-                             hist_r, comp_out, track, t)
+                             hist_r, comp_out, track, t, one_channel)
             _pop_completions(G, C, ring_f_t, ring_f_code, ring_f_lat, G_RING_F_HEAD, G_RING_F_N,
-                             hist_r, comp_out, track, t)
+                             hist_r, comp_out, track, t, one_channel)
             # ---- 2. controllers ---------------------------------------------------------------
             ref_due = t == next_ref
             if ref_due:
@@ -1529,6 +1538,8 @@ def _make_run_kernel(dramsim3: bool):
                         ch += 1
                 if ch >= nch:
                     break
+                if one_channel:
+                    ch = 0              # (it is: a constant for the compiler)
                 _count_power(CS, RK, r_open, nranks, ch, t)
                 ch_event = False
                 ch_next = INF
@@ -1659,7 +1670,7 @@ def _make_run_kernel(dramsim3: bool):
                     if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
                                pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
                                ring_f_t, ring_f_code, ring_f_lat, in_addr[pos], in_isw[pos] != 0,
-                               in_src[pos], in_id[pos], t):
+                               in_src[pos], in_id[pos], t, one_channel):
                         G[G_FRONT_LAG_SUM] += t - in_cyc[pos]
                         G[G_POS] = pos + 1
                         G[G_LAST_ACCEPT] = t
@@ -1726,34 +1737,38 @@ def _make_run_kernel(dramsim3: bool):
     # cache file) after __qualname__, and the two closures of one function would otherwise
     # share it whenever two processes compiled them (each the first function compiled, uid
     # 1): the library build, which links both, then failed with "multiple definition"
-    run_kernel.py_func.__qualname__ = f"run_kernel_{VARIANTS[int(dramsim3)]}"
+    run_kernel.py_func.__qualname__ = f"run_kernel_{VARIANTS[int(dramsim3) + int(one_channel)]}"
     return run_kernel
 
 
-#: the compiled variants of the event loop: the general one (any scheduler and page policy)
-#: and DRAMsim3's (its scheduler with open or closed rows, DRAMsim3's two row-buffer
-#: policies), in the order the ahead-of-time library exports them (kernel_variant's indices)
-VARIANTS = ("general", "dramsim3")
-KERNELS = (_make_run_kernel(False), _make_run_kernel(True))
+#: the compiled variants of the event loop: the general one (any scheduler and page policy),
+#: DRAMsim3's (its scheduler with open or closed rows, DRAMsim3's two row-buffer policies)
+#: and DRAMsim3's for one channel, in the order the ahead-of-time library exports them
+#: (kernel_variant's indices)
+VARIANTS = ("general", "dramsim3", "dramsim3_1ch")
+KERNELS = (_make_run_kernel(False), _make_run_kernel(True), _make_run_kernel(True, True))
 #: the event loop for any policy (tests and tools call it directly on a Simulator's bundles)
 run_kernel = KERNELS[0]
 
 
 def kernel_variant(P: np.ndarray) -> int:
     """The index in KERNELS of the kernel that runs a memory with configuration vector P:
-    DRAMsim3's when P asks for its scheduler with open or closed rows, else the general one."""
-    return int(P[P_SCHED] == SCHED_DRAMSIM3 and (P[P_PAGE] == PAGE_OPEN
-                                                 or P[P_PAGE] == PAGE_CLOSE))
+    DRAMsim3's when P asks for its scheduler with open or closed rows (its one-channel
+    variant for one channel), else the general one."""
+    if P[P_SCHED] == SCHED_DRAMSIM3 and (P[P_PAGE] == PAGE_OPEN or P[P_PAGE] == PAGE_CLOSE):
+        return 2 if P[P_CHANNELS] == 1 else 1
+    return 0
 
 
 @njit(cache=True, inline='always', _nrt=False)
 def _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, pr_addr, pr_added,
             pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id, ring_f_t, ring_f_code,
-            ring_f_lat, addr, is_write, src, rid, t):
-    """WillAcceptTransaction + AddTransaction at front-end tick t (controller clock t + 1)."""
+            ring_f_lat, addr, is_write, src, rid, t, one_channel):
+    """WillAcceptTransaction + AddTransaction at front-end tick t (controller clock t + 1).
+    `one_channel`: the memory has one channel (a compile-time constant: _make_run_kernel)."""
     # the refusals first, from the channel bits alone (most offers of a random trace are
     # refused: its read queue is full); the whole address is decoded for an accepted one
-    ch = _channel(P, addr)
+    ch = 0 if one_channel else _channel(P, addr)
     unified = P[P_UNIFIED] != 0
     kind = 0 if (unified or not is_write) else 1
     if tq_n[ch, kind] >= P[P_TQ_SIZE]:
@@ -1815,7 +1830,7 @@ def _accept_cold(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_n
     its code stays out of the event loop."""
     return _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next, pr_addr,
                    pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id, ring_f_t,
-                   ring_f_code, ring_f_lat, addr, is_write, src, rid, t)
+                   ring_f_code, ring_f_lat, addr, is_write, src, rid, t, False)
 
 
 @njit(cache=True, _nrt=False)
@@ -1851,7 +1866,7 @@ def _intake_per_channel(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_hea
         if _accept(P, G, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, pr_head, pr_next,
                    pr_addr, pr_added, pr_id, pw_head, pw_next, pw_addr, pw_added, pw_id,
                    ring_f_t, ring_f_code, ring_f_lat, in_addr[j], in_isw[j] != 0,
-                   in_src[j], in_id[j], t):
+                   in_src[j], in_id[j], t, False):
             G[G_FRONT_LAG_SUM] += t - in_cyc[j]
             G[G_LAST_ACCEPT] = t
             CS[ch, CS_INTAKE_POS] = j + 1

@@ -304,8 +304,10 @@ def _check_variant(P: np.ndarray, variant: int) -> None:
     from engine import kernel as K
     if K.kernel_variant(P) != variant:
         raise SimulationError(f"engine kernel: its {K.VARIANTS[variant]} variant was chosen, "
-                              f"but the configuration vector now asks for scheduler "
-                              f"{int(P[K.P_SCHED])} and page policy {int(P[K.P_PAGE])}")
+                              f"but the configuration vector now asks for the "
+                              f"{K.VARIANTS[K.kernel_variant(P)]} variant (scheduler "
+                              f"{int(P[K.P_SCHED])}, page policy {int(P[K.P_PAGE])}, "
+                              f"{int(P[K.P_CHANNELS])} channels)")
 
 
 def _jit_runner(consts: tuple, state: tuple) -> RunFn:

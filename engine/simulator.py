@@ -1123,10 +1123,11 @@ def _part_simulator(cfg, options: SimOptions, per_channel: list[str], first: int
     per-channel arrays cut to their rows; its kernel sees the field's low bits, 0 .. k - 1,
     as its channels. It leaves finishing to the runner."""
     sub = Simulator(cfg, options)
-    sub._set_state(sub.state._replace(**{
-        n: np.ascontiguousarray(sub.s[n][first:first + k]) for n in per_channel}))
+    # (P first: _set_state binds the kernel variant for P, which has one for one channel)
     sub.P[K.P_CHANNELS] = k
     sub.P[K.P_CH_MASK] = k - 1
+    sub._set_state(sub.state._replace(**{
+        n: np.ascontiguousarray(sub.s[n][first:first + k]) for n in per_channel}))
     sub._defer_finish = True
     return sub
 

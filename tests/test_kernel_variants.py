@@ -14,6 +14,7 @@ from engine.errors import SimulationError
 from engine.simulator import SimOptions, Simulator
 
 DRAMSIM3 = K.VARIANTS.index("dramsim3")
+ONE_CH = K.VARIANTS.index("dramsim3_1ch")
 CLOSE = {"row_buf_policy": "CLOSE_PAGE", "page_policy": "close"}
 
 
@@ -44,10 +45,12 @@ def _run(cfg, opts: SimOptions, general: bool) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("preset,changes,variant", [
-    ("DDR4-3200", {}, DRAMSIM3),
+    ("DDR4-3200", {}, ONE_CH),
     ("HBM2", {}, DRAMSIM3),
-    ("DDR4-3200", CLOSE, DRAMSIM3),
+    ("DDR4-3200", CLOSE, ONE_CH),
     ("HBM2", CLOSE, DRAMSIM3),
+    ("DDR4-3200", {"channels": 2}, DRAMSIM3),
+    ("HBM2", {"channels": 1}, ONE_CH),
     ("DDR4-3200", {"scheduler": "frfcfs"}, 0),
     ("HBM2", {"scheduler": "parbs", "page_policy": "open_adaptive"}, 0),
     ("DDR4-3200", {"page_policy": "early_precharge", "early_precharge_conflicts": 2}, 0),

@@ -189,9 +189,13 @@ def test_one_kernel_specialisation_for_every_memory_and_mode(ddr4, tmp_path, mon
     simulate_trace(ddr4, trace, SimOptions(cmd_trace=tmp_path / "c.cmd", epoch=500))
     simulate_trace(hbm2, trace, SimOptions(track_completions=True))
     simulate_trace(hbm2, trace, SimOptions(intake="per-channel", threads=2))
-    # DRAMsim3's scheduler with open rows, DRAMsim3's two configs: its variant, once
+    # DRAMsim3's scheduler with open rows, DRAMsim3's two configs: its variant, once (for
+    # HBM2's 8 channels), and its one-channel variant, once (for DDR4 and the per-channel
+    # threads' one-channel parts)
     dramsim3_open = K.KERNELS[K.VARIANTS.index("dramsim3")]
+    one_channel = K.KERNELS[K.VARIANTS.index("dramsim3_1ch")]
     assert len(dramsim3_open.signatures) == 1
+    assert len(one_channel.signatures) == 1
     simulate_trace(ddr4.replace(scheduler="frfcfs"), trace, SimOptions(epoch=500))
     simulate_trace(hbm2.replace(scheduler="parbs", page_policy="open_adaptive"), trace,
                    SimOptions(intake="per-channel", threads=2))
@@ -238,7 +242,7 @@ def test_a_second_process_loads_the_kernel_from_the_cache(ddr4, tmp_path, monkey
             "cfg = load_config('DDR4-3200')\n"
             "simulate_trace(cfg, sys.argv[2])\n"
             "simulate_trace(cfg.replace(scheduler='frfcfs'), sys.argv[2])\n"
-            "for k in (K.KERNELS[K.VARIANTS.index('dramsim3')],"
+            "for k in (K.KERNELS[K.VARIANTS.index('dramsim3_1ch')],"
             " K.run_kernel):\n"
             "    print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))\n")
     out = subprocess.run([sys.executable, "-c", code, str(root), str(trace)], cwd=root,

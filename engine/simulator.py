@@ -599,10 +599,14 @@ class Simulator:
         """(lo, hi, long idle stretch before lo) segments of a chunk, cut where requests
         are at least FF_MIN_PERIODS idle periods apart (or the first is that far ahead)."""
         n = len(c)
+        far = FF_MIN_PERIODS * self._ff_period
+        if int(c[-1]) - min(self.clock, int(c[0])) < far:
+            # the chunk's whole span is shorter than a long stretch: no gap in it is long
+            return [(0, n, False)]
         start = np.empty(n, np.int64)
         start[0] = self.clock
         start[1:] = c[:-1]
-        cuts = np.flatnonzero(c - start >= FF_MIN_PERIODS * self._ff_period).tolist()
+        cuts = np.flatnonzero(c - start >= far).tolist()
         if not cuts:
             return [(0, n, False)]
         bounds = ([0] if cuts[0] != 0 else []) + cuts + [n]
@@ -610,7 +614,8 @@ class Simulator:
 
     def _check_addresses(self, a: np.ndarray) -> None:
         cap = getattr(self.cfg, "capacity_bytes", None)
-        if cap:
+        if cap and a.size and int(a.view(np.uint64).max()) >= cap:
+            # (one reduction first: a trace's reader has already refused such addresses)
             bad = np.flatnonzero(a.view(np.uint64) >= np.uint64(cap))
             if bad.size and self.options.wrap_addresses:
                 # DRAMsim3 decodes only the mapped bits, so the bits above the capacity are

@@ -374,6 +374,48 @@ def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.n
     while n < cap_out:
         start = pos
         i = pos
+        # ---- the common line, "0x<hex> READ|WRITE <decimal>\n" with single spaces, in one
+        # pass; anything else (or an error) goes through the general path below
+        if i + 2 < end and buf[i] == 48 and buf[i + 1] == 120:
+            j = i + 2
+            a = 0
+            while j < end:
+                d = _HEX[buf[j]]
+                if d < 0:
+                    break
+                a = (a << 4) | d
+                j += 1
+            if 0 < j - i - 2 <= 16 and j + 1 < end and buf[j] == 32:
+                j += 1
+                w = -1
+                if (buf[j] == 82 and j + 4 < end and buf[j + 1] == 69 and buf[j + 2] == 65
+                        and buf[j + 3] == 68 and buf[j + 4] == 32):             # "READ "
+                    w = 0
+                    j += 5
+                elif (buf[j] == 87 and j + 5 < end and buf[j + 1] == 82
+                      and buf[j + 2] == 73 and buf[j + 3] == 84 and buf[j + 4] == 69
+                      and buf[j + 5] == 32):                                   # "WRITE "
+                    w = 1
+                    j += 6
+                if w >= 0:
+                    k = j
+                    cyc = 0
+                    while j < end:
+                        c = buf[j]
+                        if c < 48 or c > 57:
+                            break
+                        cyc = cyc * 10 + (c - 48)
+                        j += 1
+                    if (0 < j - k <= 18 and j < end and buf[j] == 10 and cyc >= last
+                            and not (has_capacity and (a < 0 or a >= capacity))):
+                        out_addr[n] = a
+                        out_write[n] = w == 1
+                        out_cycle[n] = cyc
+                        n += 1
+                        last = cyc
+                        pos = j + 1
+                        lines += 1
+                        continue
         while i < end and _is_blank(buf[i]):
             i += 1
         if i >= end:

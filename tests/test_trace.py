@@ -370,3 +370,34 @@ def test_summary_estimate_of_a_large_footprint() -> None:
     f.add(np.arange(1000, 20_000, dtype=np.uint64) * 64 + 5)
     n, exact = f.result()
     assert not exact and abs(n - 20_000) < 0.03 * 20_000
+
+
+def test_common_lines_read_as_through_the_general_path(tmp_path: Path) -> None:
+    """The text reader takes "0x<hex> READ|WRITE <decimal>" lines (single spaces, what our
+    writer and DRAMsim3's generators emit) in a pass of their own; every other form goes
+    through the general path. The same requests written both ways (the second with doubled
+    spaces, which only the general path takes) read alike, at every digit count the fast
+    pass accepts or hands over (1-17 hex digits, 1-19 cycle digits, the top address bit)."""
+    rng = np.random.default_rng(11)
+    fast, slow = [], []
+    cycle = 0
+    for k in range(3000):
+        nhex = int(rng.integers(1, 17))
+        addr = int(rng.integers(0, 1 << 62)) % (16 ** nhex)
+        if k % 97 == 0:
+            addr |= 1 << 63                          # 16 digits, the top bit set
+        digits = f"{addr:x}"
+        if k % 89 == 0:
+            digits = "0" + digits                    # a leading zero: up to 17 digits
+        op = "WRITE" if rng.random() < 0.4 else "READ"
+        cycle += int(rng.integers(0, 5))
+        cyc = str(cycle) if k % 83 else f"{cycle:019d}"     # 19 digits, 18 significant
+        fast.append(f"0x{digits} {op} {cyc}")
+        slow.append(f"0x{digits}  {op}  {cyc}")
+    a = read_trace(write_lines(tmp_path / "fast.trace", "\n".join(fast) + "\n"))
+    b = read_trace(write_lines(tmp_path / "slow.trace", "\n".join(slow) + "\n"))
+    assert len(a) == len(b) == 3000
+    for x, y in zip((a.addr, a.is_write, a.cycle), (b.addr, b.is_write, b.cycle)):
+        assert np.array_equal(x, y)
+    assert int(a.addr[0]) == int(fast[0].split()[0], 16)
+    assert a.is_write.tolist() == [line.split()[1] == "WRITE" for line in fast]

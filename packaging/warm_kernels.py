@@ -7,7 +7,8 @@ does not wait for numba: ``install.sh`` runs it after installing the packages, a
 It simulates the shipped demo trace for a few thousand cycles with the options the window
 uses (epochs, a command trace), which compiles every kernel a GUI or CLI simulation calls:
 the kernels' types do not depend on the memory or the options (those are array values);
-the event loop's variant depends on the scheduler and page policy, so each variant runs.
+the event loop's variant depends on the scheduler and page policy (and, for DRAMsim3's, on
+whether the memory has one channel), so each variant runs.
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ if str(REPO) not in sys.path:
 
 def warm(cycles: int = 20_000) -> float:
     """Run the demo trace for ``cycles`` on DDR4-3200 and HBM2 (the event loop's DRAMsim3
-    variant), then with another scheduler (its general variant: engine.kernel.VARIANTS);
-    returns the CPU seconds."""
+    variants for one channel and for several), then with another scheduler (its general
+    variant: engine.kernel.VARIANTS); returns the CPU seconds."""
     from engine.config import load_config
     from engine.simulator import SimOptions, simulate_trace
 

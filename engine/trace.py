@@ -354,6 +354,20 @@ def _classify_op(buf: np.ndarray, s: int, n: int) -> int:
     return -1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _hex_run(buf: np.ndarray, i: int, end: int) -> tuple[int, int]:
+    """(value, index after them) of the hexadecimal digits from buf[i] on (a value of more
+    than 16 digits keeps its low 64 bits: the caller counts the digits)."""
+    a = 0
+    while i < end:
+        d = _HEX[buf[i]]
+        if d < 0:
+            break
+        a = (a << 4) | d
+        i += 1
+    return a, i
+
+
 @njit(cache=True, nogil=True)
 def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.ndarray,
                 out_cycle: np.ndarray, strict: bool, has_capacity: bool, capacity: int,
@@ -377,14 +391,7 @@ def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.n
         # ---- the common line, "0x<hex> READ|WRITE <decimal>\n" with single spaces, in one
         # pass; anything else (or an error) goes through the general path below
         if i + 2 < end and buf[i] == 48 and buf[i + 1] == 120:
-            j = i + 2
-            a = 0
-            while j < end:
-                d = _HEX[buf[j]]
-                if d < 0:
-                    break
-                a = (a << 4) | d
-                j += 1
+            a, j = _hex_run(buf, i + 2, end)
             if 0 < j - i - 2 <= 16 and j + 1 < end and buf[j] == 32:
                 j += 1
                 w = -1
@@ -440,15 +447,9 @@ def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.n
         while i < end and buf[i] == 48:         # leading zeros
             i += 1
         nd = i - digits_start
-        a = 0
-        sig = 0
-        while i < end:
-            d = _HEX[buf[i]]
-            if d < 0:
-                break
-            a = (a << 4) | d
-            sig += 1
-            i += 1
+        a, j = _hex_run(buf, i, end)
+        sig = j - i
+        i = j
         nd += sig
         if sig > 16:
             err = _E_ADDR_RANGE

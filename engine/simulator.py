@@ -1262,7 +1262,7 @@ class _StreamThreads(_ChannelThreads):
             self._hand_over()
 
     def _build_subs(self) -> None:
-        """The channels' one-channel Simulators, their copy buffers and the pool (once)."""
+        """The channels' Simulators, their copy buffers and the pool (once, in __init__)."""
         cfg = self.cfg
         one = dataclasses.replace(self.options, threads=1, cmd_trace=None)
         logs = self.options.cmd_trace is not None
@@ -1330,8 +1330,6 @@ class _StreamThreads(_ChannelThreads):
         is (overwritten at a hand-back or the end)."""
         m = self.master
         mG = m.s["G"]
-        if not self.subs:
-            self._build_subs()
         C = m.s["C"]
         k = self._group
         acc = (C[:, K.C_READS_ACCEPTED] + C[:, K.C_WRITES_ACCEPTED]).reshape(-1, k).sum(1)

@@ -394,6 +394,8 @@ def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.n
             a, j = _hex_run(buf, i + 2, end)
             if 0 < j - i - 2 <= 16 and j + 1 < end and buf[j] == 32:
                 j += 1
+                # READ and WRITE, matched here byte by byte: through _classify_op (a token scan
+                # and the call, inlined or not) the parse took ~30 % more CPU (RESULTS.md)
                 w = -1
                 if (buf[j] == 82 and j + 4 < end and buf[j + 1] == 69 and buf[j + 2] == 65
                         and buf[j + 3] == 68 and buf[j + 4] == 32):             # "READ "

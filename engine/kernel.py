@@ -1737,7 +1737,9 @@ def _make_run_kernel(dramsim3: bool, one_channel: bool = False):
     # cache file) after __qualname__, and the two closures of one function would otherwise
     # share it whenever two processes compiled them (each the first function compiled, uid
     # 1): the library build, which links both, then failed with "multiple definition"
-    run_kernel.py_func.__qualname__ = f"run_kernel_{VARIANTS[int(dramsim3) + int(one_channel)]}"
+    variant = (VARIANT_DRAMSIM3_1CH if one_channel else VARIANT_DRAMSIM3 if dramsim3
+               else VARIANT_GENERAL)
+    run_kernel.py_func.__qualname__ = f"run_kernel_{VARIANTS[variant]}"
     return run_kernel
 
 
@@ -1746,6 +1748,7 @@ def _make_run_kernel(dramsim3: bool, one_channel: bool = False):
 #: and DRAMsim3's for one channel, in the order the ahead-of-time library exports them
 #: (kernel_variant's indices)
 VARIANTS = ("general", "dramsim3", "dramsim3_1ch")
+VARIANT_GENERAL, VARIANT_DRAMSIM3, VARIANT_DRAMSIM3_1CH = range(len(VARIANTS))
 KERNELS = (_make_run_kernel(False), _make_run_kernel(True), _make_run_kernel(True, True))
 #: the event loop for any policy (tests and tools call it directly on a Simulator's bundles)
 run_kernel = KERNELS[0]
@@ -1756,8 +1759,8 @@ def kernel_variant(P: np.ndarray) -> int:
     DRAMsim3's when P asks for its scheduler with open or closed rows (its one-channel
     variant for one channel), else the general one."""
     if P[P_SCHED] == SCHED_DRAMSIM3 and (P[P_PAGE] == PAGE_OPEN or P[P_PAGE] == PAGE_CLOSE):
-        return 2 if P[P_CHANNELS] == 1 else 1
-    return 0
+        return VARIANT_DRAMSIM3_1CH if P[P_CHANNELS] == 1 else VARIANT_DRAMSIM3
+    return VARIANT_GENERAL
 
 
 @njit(cache=True, inline='always', _nrt=False)

@@ -13,7 +13,9 @@ Order of one cycle t, as DRAMsim3 does it (NOTES.md §2), so results compare cyc
    a. refresh bookkeeping (a refresh becomes due every refresh interval);
    b. one command is chosen: a pending refresh's PRECHARGE/REFRESH first, else the scheduler's
       pick among the command queues; HBM may issue a second one (row + column pair);
-   c. rank power states are counted (active if any bank open, else precharged-idle);
+   c. rank power states are counted (active if any bank open, else precharged-idle), in
+      closed form: up to a command that opens a rank's first row or closes its last one, and
+      on leaving the loop;
    d. at most one transaction moves from the read queue / write buffer into a command queue;
 3. the front end offers the next trace request (at most one a cycle, in order; it waits while
    the target channel's queue is full) and the controller records it as added at cycle t + 1.
@@ -86,7 +88,8 @@ CS_INTAKE_POS = NCS
 NCS += 1
 # a channel's sleep (valid within one run_kernel call, zero between calls): CS_WAKE is the
 # first cycle at which its controller tick can do anything (0: tick now); CS_PWR_FROM the
-# first cycle whose rank power states are not yet counted (counted in closed form on waking)
+# first cycle whose rank power states are not yet counted (counted in closed form when a
+# command changes a rank's state, and on leaving run_kernel)
 CS_WAKE, CS_PWR_FROM = NCS, NCS + 1
 NCS += 2
 # the DRAMsim3 scan's due queues (with at most QMASK_MAX queues): CS_QMASK has bit q set for
@@ -348,7 +351,10 @@ def _pop_completions(G, C, ring_t, ring_code, ring_lat, head_k, n_k, hist_r, com
 @njit(cache=True, inline='always', _nrt=False)
 def _count_power(CS, RK, r_open, nranks, ch, upto):
     """Count channel ch's rank power states for the cycles from CS_PWR_FROM to upto (r_open
-    is constant over them: only the channel's own commands change it)."""
+    is constant over them: only the channel's own commands change it). Called when a command
+    is about to change whether a rank has a row open (_command_state) and on leaving
+    run_kernel (_wake_all); the counts are sums over cycles, so counting at those points only
+    gives what counting at every tick gave."""
     n = upto - CS[ch, CS_PWR_FROM]
     if n > 0:
         for r in range(nranks):
@@ -1012,10 +1018,15 @@ def _command_stats(C, BK, RK, b_hits, b_last_conflict, b_streak, ch, cmd, rank, 
 
 
 @njit(cache=True, inline='always', _nrt=False)
-def _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_conflict, r_open,
-                   faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx, row, conflict_pre):
-    """Apply one command to the bank and rank state (open rows, activation windows)."""
+def _command_state(P, CS, BK, RK, b_state, b_row, b_hits, b_open_since, b_last_conflict,
+                   r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx, row,
+                   conflict_pre):
+    """Apply one command to the bank and rank state (open rows, activation windows). A
+    command that opens a rank's first row or closes its last one changes the rank's power
+    state from cycle t on: the cycles before t are counted first, in the state they had."""
     if cmd == ACT:
+        if r_open[ch, rank] == 0:
+            _count_power(CS, RK, r_open, P[P_RANKS], ch, t)
         b_state[ch, bidx] = 1
         b_row[ch, bidx] = row
         b_hits[ch, bidx] = 0
@@ -1044,6 +1055,8 @@ def _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_confl
     elif cmd == RDP or cmd == WRP or cmd == PRE:
         if b_state[ch, bidx] == 1:
             BK[ch, bidx, BK_OPEN_CYCLES] += t - b_open_since[ch, bidx]
+            if r_open[ch, rank] == 1:
+                _count_power(CS, RK, r_open, P[P_RANKS], ch, t)
             r_open[ch, rank] -= 1
         b_state[ch, bidx] = 0
         b_row[ch, bidx] = -1
@@ -1540,7 +1553,6 @@ def _make_run_kernel(dramsim3: bool, one_channel: bool = False):
                     break
                 if one_channel:
                     ch = 0              # (it is: a constant for the compiler)
-                _count_power(CS, RK, r_open, nranks, ch, t)
                 ch_event = False
                 ch_next = INF
                 if ref_due:
@@ -1626,9 +1638,9 @@ def _make_run_kernel(dramsim3: bool, one_channel: bool = False):
                     # not the first access since the ACT (DRAMsim3's definition)
                     _command_stats(C, BK, RK, b_hits, b_last_conflict, b_streak, ch, cmd, rank,
                                    bidx, conflict_pre)
-                    _command_state(P, CS, BK, b_state, b_row, b_hits, b_open_since, b_last_conflict,
-                                   r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t, cmd, rank, bidx,
-                                   row, conflict_pre)
+                    _command_state(P, CS, BK, RK, b_state, b_row, b_hits, b_open_since,
+                                   b_last_conflict, r_open, faw, faw_n, aw32, aw32_n, q_lb, ch, t,
+                                   cmd, rank, bidx, row, conflict_pre)
                     _update_timing(P, TN, TX, TD, b_timing, ch, cmd, rank, bidx, t)
                     if P[P_CMDLOG] != 0:
                         _log(P, G, cmd_log, t, cmd, ch, rank, bidx, row, col,
@@ -1640,8 +1652,8 @@ def _make_run_kernel(dramsim3: bool, one_channel: bool = False):
                     first_rw = is_rw
                     ch_event = True
                 # (this cycle's power states, after its command, are counted with the cycles
-                # after it, at the channel's next tick or on leaving the loop: only its own
-                # commands change them)
+                # after it, at the next command that changes them or on leaving the loop: only
+                # the channel's own commands change them)
                 if _schedule_transaction(P, CS, C, tq_n, tq_addr, tq_isw, tq_src, tq_q, cq_n,
                                          cq, pr_head, pr_next,
                                          pr_addr, q_lb, b_state, b_row, b_timing, ch):
@@ -1730,7 +1742,7 @@ def _make_run_kernel(dramsim3: bool, one_channel: bool = False):
             if next_t <= t + 1:
                 t += 1
                 continue
-            # the skipped cycles' power states are counted when each channel wakes
+            # (the skipped cycles' power states are counted at the next state change)
             t = next_t
 
     # a name of its own for each variant: numba names the machine code's symbol (and the

@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from engine.bits import trailing_zeros
 from engine.lazy_jit import njit   # numba.njit, numba imported at first use (kernel_aot)
 from engine.timing import (ACT, OTHER_BG, OTHER_RANK, PRE, RD, RDP, REF, REFB, SREFE,
                            SAME_BANK, SAME_BG, SAME_RANK, WR, WRP)
@@ -547,9 +548,8 @@ def _pick_dramsim3(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
                     break
                 seg = rest
                 rest = 0
-            lsb = seg & -seg
-            seg ^= lsb
-            qi = _bit_index(lsb)
+            qi = trailing_zeros(seg)        # (one instruction compiled: engine/bits.py)
+            seg &= seg - 1
         else:
             # (more than QMASK_MAX queues) pass over the queues whose bound has not come
             # due, in a loop of their own
@@ -906,26 +906,6 @@ def _bound_set(CS, ch, q, lb):
     CS[ch, CS_QMASK] &= ~(np.int64(1) << (q & 63))
     if lb < CS[ch, CS_QMIN]:
         CS[ch, CS_QMIN] = lb
-
-
-#: de Bruijn bit index: for x a power of two below 2**64, bits 58-63 of x * DEBRUIJN64 (mod
-#: 2**64) differ for every x (each 6-bit window of the constant is distinct), and
-#: BIT_INDEX_OF[those bits] is log2(x)
-DEBRUIJN64 = 0x03F79D71B4CB0A89
-BIT_INDEX_OF = np.zeros(64, dtype=np.int64)
-for _i in range(64):
-    BIT_INDEX_OF[(((1 << _i) * DEBRUIJN64) & ((1 << 64) - 1)) >> 58] = _i
-del _i
-
-
-@njit(cache=True, inline='always', _nrt=False)
-def _bit_index(x):
-    """log2 of x, a power of two below 2**63: one multiply and a table look-up (numba has no
-    count-trailing-zeros outside its intrinsics, which would import numba at start-up; the
-    six-step shift-and-test it replaced was ~6 % of HBM2 random's samples). The product is
-    taken in uint64, whose overflow wraps by definition (numba marks int64 multiplies
-    no-signed-wrap, so an int64 product that overflows would be undefined to LLVM)."""
-    return BIT_INDEX_OF[np.int64((np.uint64(x) * np.uint64(DEBRUIJN64)) >> np.uint64(58))]
 
 
 @njit(cache=True, inline='always', _nrt=False)

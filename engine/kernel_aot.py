@@ -56,7 +56,7 @@ ENGINE = Path(__file__).resolve().parent
 #: the files whose text the compiled kernels depend on (the kernel, the constants it imports,
 #: the trace parser's module, the decorator and this module's entries)
 SOURCES = ("kernel.py", "timing.py", "policies.py", "standards/base.py", "trace.py",
-           "lazy_jit.py", "kernel_aot.py", "numba_nowrap.py")
+           "lazy_jit.py", "kernel_aot.py", "numba_nowrap.py", "bits.py")
 #: symbol prefixes that only numba's error and reference-counting paths reference; the C
 #: file defines them as stubs that flag the call (never reached by a run that succeeds)
 STUB_PREFIXES = ("Py", "_Py", "NRT_", "numba_")

@@ -80,6 +80,8 @@ def materialize() -> None:
 
         from engine import numba_nowrap
         numba_nowrap.install()      # before any kernel compiles (engine/numba_nowrap.py)
+        from engine import bits
+        bits.install()              # engine.bits' functions compiled as single instructions
         if not _typeof_registered:
             from numba.extending import typeof_impl
 

@@ -1,7 +1,8 @@
 """Sleeping channels (engine.kernel: a channel whose controller tick changed nothing is not
 ticked again until its next possible command, a refresh falling due or a request accepted for
-it; its rank power states are counted in closed form when it wakes and when run_kernel
-returns, and every call starts with all channels awake).
+it; its rank power states are counted in closed form when one of its commands opens a rank's
+first row or closes its last one and when run_kernel returns, and every call starts with all
+channels awake).
 
 So results must not depend on where the kernel calls end: the same trace on 8-channel HBM2,
 most requests to one channel and a few to another, around an idle gap, cut into 40-request

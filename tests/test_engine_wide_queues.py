@@ -46,15 +46,23 @@ def test_more_queues_than_the_mask_matches_dramsim3(shared_dir, ref_traces, tmp_
         assert s["num_requests_pending"] == 0 and s["num_requests_waiting"] == 0
 
 
-def test_bit_index_is_log2_of_every_mask_bit() -> None:
-    """The due mask's queue index (_bit_index: a de Bruijn multiply and look-up) for every
-    bit a mask of QMASK_MAX queues can hold, and one beyond."""
+def test_trailing_zeros_finds_every_mask_bit_compiled_and_in_python() -> None:
+    """The due mask's next queue (engine.bits.trailing_zeros: count-trailing-zeros in the
+    compiled kernel, plain Python otherwise) for every bit a mask of QMASK_MAX queues can
+    hold, alone and with the higher ones set, and the sign bit, through numba and in Python."""
     import numpy as np
+    from numba import njit
 
-    from engine import kernel as K
-    assert sorted(K.BIT_INDEX_OF.tolist()) == list(range(64))
+    from engine import bits, lazy_jit
+    lazy_jit.materialize()              # (registers the compiled form, as a kernel's first use)
+
+    @njit(cache=False)
+    def compiled(x):
+        return bits.trailing_zeros(x)
+
     for i in range(QMASK_MAX + 1):
-        x = np.int64(1) << np.int64(i)
-        assert K._bit_index(x) == i
-        with np.errstate(over="ignore"):       # (numpy scalars warn where numba wraps)
-            assert K._bit_index.py_func(x) == i
+        for high in (0, -(1 << (i + 1)) & ((1 << QMASK_MAX + 1) - 1)):
+            x = (1 << i) | high
+            assert bits.trailing_zeros(x) == i
+            assert compiled(np.int64(x)) == i
+    assert bits.trailing_zeros(-(1 << 63)) == 63 == compiled(np.int64(-(1 << 63)))

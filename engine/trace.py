@@ -78,6 +78,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from engine import kernel_aot
+from engine.bits import trailing_zeros
 from engine.errors import TraceError
 from engine.fileio import fsync_dir
 from engine.lazy_jit import njit   # numba.njit, numba imported at first use
@@ -367,6 +368,126 @@ def _hex_run(buf: np.ndarray, i: int, end: int) -> tuple[int, int]:
         i += 1
     return a, i
 
+# ---- eight bytes at a time (SWAR) for the common line's digit runs --------------------------
+_U8 = np.uint64(8)
+_ONES = np.uint64(0x0101010101010101)
+_HIGH = np.uint64(0x8080808080808080)
+_LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+_LOWER_CASE = np.uint64(0x2020202020202020)
+#: byte b of a word (b < 0x80) is >= lo where (b + (0x80 - lo)) has its high bit, and > hi
+#: where (b + (0x7f - hi)) has it: no byte carries into the next (a byte at 0x80 or above, or
+#: one a lower byte carried into, is never a digit here, and only the run up to the first
+#: byte that is not a digit counts)
+_GE_0 = np.uint64(0x5050505050505050)         # >= '0' (0x30)
+_GT_9 = np.uint64(0x4646464646464646)         # > '9' (0x39)
+_GE_A = np.uint64(0x1F1F1F1F1F1F1F1F)         # >= 'a' (0x61), after | 0x20 per byte
+_GT_F = np.uint64(0x1919191919191919)         # > 'f' (0x66)
+#: the number of a run's bytes, most significant first: pairs, then quads, then eights
+#: (each multiply adds a byte / pair / quad times the base to its neighbour)
+_HEX_M1, _HEX_M2, _HEX_M3 = (np.uint64(1 + (16 << 8)), np.uint64(1 + (256 << 16)),
+                             np.uint64(1 + (65536 << 32)))
+_DEC_M1, _DEC_M2, _DEC_M3 = (np.uint64(1 + (10 << 8)), np.uint64(1 + (100 << 16)),
+                             np.uint64(1 + (10000 << 32)))
+_MASK_PAIRS = np.uint64(0x00FF00FF00FF00FF)
+_MASK_QUADS = np.uint64(0x0000FFFF0000FFFF)
+_POW10 = np.array([10 ** k for k in range(9)], np.uint64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word(buf: np.ndarray, k: int) -> np.uint64:
+    """buf[k:k+8] as a little-endian 64-bit word (buf[k] its lowest byte)."""
+    u = np.uint64(k)          # (an unsigned index: numba adds no negative-index wrap-around,
+    #                           so LLVM can merge the eight loads into one)
+    return (np.uint64(buf[u]) | (np.uint64(buf[u + np.uint64(1)]) << np.uint64(8))
+            | (np.uint64(buf[u + np.uint64(2)]) << np.uint64(16))
+            | (np.uint64(buf[u + np.uint64(3)]) << np.uint64(24))
+            | (np.uint64(buf[u + np.uint64(4)]) << np.uint64(32))
+            | (np.uint64(buf[u + np.uint64(5)]) << np.uint64(40))
+            | (np.uint64(buf[u + np.uint64(6)]) << np.uint64(48))
+            | (np.uint64(buf[u + np.uint64(7)]) << np.uint64(56)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _run_length(valid: np.uint64) -> int:
+    """Bytes before the first whose high bit is clear in ``valid`` (8 if none is)."""
+    bad = ~valid & _HIGH
+    if bad == np.uint64(0):
+        return 8
+    return np.int64(trailing_zeros(bad) >> np.uint64(3))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hex8(w: np.uint64) -> tuple[int, np.uint64]:
+    """(n, value) of the hexadecimal digits at the start of word w (n = 0-8)."""
+    lc = w | _LOWER_CASE
+    valid = (((w + _GE_0) & ~(w + _GT_9)) | ((lc + _GE_A) & ~(lc + _GT_F))) & _HIGH
+    n = _run_length(valid)
+    if n == 0:
+        return 0, np.uint64(0)
+    # each byte's nibble ('a'-'f' and 'A'-'F' have bit 6 set: + 9), the n digits moved to the
+    # top bytes (zeros before them), then combined
+    v = (w & _LOW_NIBBLES) + np.uint64(9) * ((w >> np.uint64(6)) & _ONES)
+    v <<= np.uint64(8 * (8 - n))
+    v = ((v * _HEX_M1) >> np.uint64(8)) & _MASK_PAIRS
+    v = ((v * _HEX_M2) >> np.uint64(16)) & _MASK_QUADS
+    return n, (v * _HEX_M3) >> np.uint64(32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dec8(w: np.uint64) -> tuple[int, np.uint64]:
+    """(n, value) of the decimal digits at the start of word w (n = 0-8)."""
+    n = _run_length((w + _GE_0) & ~(w + _GT_9) & _HIGH)
+    if n == 0:
+        return 0, np.uint64(0)
+    v = (w & _LOW_NIBBLES) << np.uint64(8 * (8 - n))
+    v = ((v * _DEC_M1) >> np.uint64(8)) & _MASK_PAIRS
+    v = ((v * _DEC_M2) >> np.uint64(16)) & _MASK_QUADS
+    return n, (v * _DEC_M3) >> np.uint64(32)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _swar_line(buf: np.ndarray, i: int) -> tuple[int, int, int, int]:
+    """The common line ("0x<hex> READ|WRITE <decimal>\n", single spaces, up to 16 digits
+    each) at buf[i], read eight bytes at a time: (end of the cycle's digits, address, 1 if
+    a write else 0, cycle), or end -1 where the line is not of that form (the caller then
+    reads it through the general path). buf must hold 40 bytes from i on; the caller checks
+    that the line's newline, at the end returned, lies before the valid data's end (every
+    byte the line is read from precedes it)."""
+    k = i + 2
+    n, a = _hex8(_word(buf, k))
+    if n == 0:
+        return -1, 0, 0, 0
+    if n == 8:
+        n2, a2 = _hex8(_word(buf, k + 8))
+        if n2 > 0:
+            if n2 == 8:
+                return -1, 0, 0, 0          # 16 digits or more: the general path
+            a = (a << np.uint64(4 * n2)) | a2
+        n += n2
+    j = k + n
+    if buf[j] != 32:
+        return -1, 0, 0, 0
+    op = _word(buf, j + 1)
+    if op & np.uint64(0xFFFFFFFFFF) == np.uint64(0x2044414552):            # "READ "
+        w = 0
+        j += 6
+    elif op & np.uint64(0xFFFFFFFFFFFF) == np.uint64(0x204554495257):      # "WRITE "
+        w = 1
+        j += 7
+    else:
+        return -1, 0, 0, 0
+    n, c = _dec8(_word(buf, j))
+    if n == 0:
+        return -1, 0, 0, 0
+    if n == 8:
+        n2, c2 = _dec8(_word(buf, j + 8))
+        if n2 == 8:
+            return -1, 0, 0, 0
+        if n2 > 0:
+            c = c * _POW10[n2] + c2
+        n += n2
+    return j + n, np.int64(a), w, np.int64(c)
+
 
 @njit(cache=True, nogil=True)
 def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.ndarray,
@@ -383,48 +504,27 @@ def _parse_text(buf: np.ndarray, end: int, out_addr: np.ndarray, out_write: np.n
     n = state[_S_N]
     last = state[_S_LAST]
     cap_out = out_addr.shape[0]
+    swar_end = buf.shape[0] - 40        # (_swar_line reads up to 40 bytes from a line's start)
     lines = 0
     err = 0
     while n < cap_out:
         start = pos
         i = pos
-        # ---- the common line, "0x<hex> READ|WRITE <decimal>\n" with single spaces, in one
-        # pass; anything else (or an error) goes through the general path below
-        if i + 2 < end and buf[i] == 48 and buf[i + 1] == 120:
-            a, j = _hex_run(buf, i + 2, end)
-            if 0 < j - i - 2 <= 16 and j + 1 < end and buf[j] == 32:
-                j += 1
-                # READ and WRITE, matched here byte by byte: through _classify_op (a token scan
-                # and the call, inlined or not) the parse took ~30 % more CPU (RESULTS.md)
-                w = -1
-                if (buf[j] == 82 and j + 4 < end and buf[j + 1] == 69 and buf[j + 2] == 65
-                        and buf[j + 3] == 68 and buf[j + 4] == 32):             # "READ "
-                    w = 0
-                    j += 5
-                elif (buf[j] == 87 and j + 5 < end and buf[j + 1] == 82
-                      and buf[j + 2] == 73 and buf[j + 3] == 84 and buf[j + 4] == 69
-                      and buf[j + 5] == 32):                                   # "WRITE "
-                    w = 1
-                    j += 6
-                if w >= 0:
-                    k = j
-                    cyc = 0
-                    while j < end:
-                        c = buf[j]
-                        if c < 48 or c > 57:
-                            break
-                        cyc = cyc * 10 + (c - 48)
-                        j += 1
-                    if (0 < j - k <= 18 and j < end and buf[j] == 10 and cyc >= last
-                            and not (has_capacity and (a < 0 or a >= capacity))):
-                        out_addr[n] = a
-                        out_write[n] = w == 1
-                        out_cycle[n] = cyc
-                        n += 1
-                        last = cyc
-                        pos = j + 1
-                        lines += 1
-                        continue
+        # ---- the common line, "0x<hex> READ|WRITE <decimal>\n" with single spaces and up to
+        # 15 digits each (what our writer and DRAMsim3's generators emit), eight bytes at a
+        # time; any other line, or an error, goes through the general path below
+        if i < swar_end and buf[i] == 48 and buf[i + 1] == 120:
+            j, a, w, cyc = _swar_line(buf, i)
+            if (j >= 0 and j < end and buf[j] == 10 and cyc >= last
+                    and not (has_capacity and (a < 0 or a >= capacity))):
+                out_addr[n] = a
+                out_write[n] = w == 1
+                out_cycle[n] = cyc
+                n += 1
+                last = cyc
+                pos = j + 1
+                lines += 1
+                continue
         while i < end and _is_blank(buf[i]):
             i += 1
         if i >= end:

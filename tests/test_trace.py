@@ -401,3 +401,51 @@ def test_common_lines_read_as_through_the_general_path(tmp_path: Path) -> None:
         assert np.array_equal(x, y)
     assert int(a.addr[0]) == int(fast[0].split()[0], 16)
     assert a.is_write.tolist() == [line.split()[1] == "WRITE" for line in fast]
+
+
+def test_common_lines_at_every_digit_count_read_as_through_the_general_path(
+        tmp_path: Path) -> None:
+    """The common line's pass reads its digit runs eight bytes at a time (engine/trace.py:
+    _hex8, _dec8) and hands a line over from 16 digits on: hexadecimal in lower, upper and
+    mixed case at every digit count 1-17 and decimal cycles at every count 1-19 (leading
+    zeros make the count), each against the same requests with doubled spaces, which only
+    the general path reads."""
+    rng = np.random.default_rng(5)
+    fast, slow = [], []
+    cycle = 0
+    for k in range(4000):
+        nhex = 1 + k % 17
+        addr = int(rng.integers(0, 1 << 60)) % (16 ** min(nhex, 15))
+        digits = f"{addr:0{nhex}x}"
+        if k % 3 == 1:
+            digits = digits.upper()
+        elif k % 3 == 2:
+            digits = "".join(c.upper() if i % 2 else c for i, c in enumerate(digits))
+        op = "WRITE" if k % 5 == 0 else "READ"
+        cycle += int(rng.integers(0, 3)) * 10 ** int(rng.integers(0, 4))
+        cyc = f"{cycle:0{1 + (k // 17) % 19}d}"
+        fast.append(f"0x{digits} {op} {cyc}")
+        slow.append(f"0x{digits}  {op}  {cyc}")
+    a = read_trace(write_lines(tmp_path / "fast.trace", "\n".join(fast) + "\n"))
+    b = read_trace(write_lines(tmp_path / "slow.trace", "\n".join(slow) + "\n"))
+    assert len(a) == len(b) == 4000
+    for x, y in zip((a.addr, a.is_write, a.cycle), (b.addr, b.is_write, b.cycle)):
+        assert np.array_equal(x, y)
+    assert [int(x) for x in a.addr[:40]] == [int(line.split()[0], 16) for line in fast[:40]]
+    assert a.cycle[-1] == cycle
+
+
+@pytest.mark.parametrize("pos", range(17))
+def test_a_bad_character_in_any_digit_refuses_the_line(tmp_path: Path, pos: int) -> None:
+    """A character that is no digit, at any place of a line's address or cycle digits the
+    eight-bytes-at-a-time pass reads (before, at and after its word boundaries), refuses the
+    line with its number, as the byte-by-byte path does."""
+    hexd = list("0123456789abcdef0"[:max(pos + 1, 9)])
+    hexd[pos] = "g" if pos % 2 else ":"
+    dec = list("1234567890123456"[:max(pos + 1, 9)])
+    dec[min(pos, len(dec) - 1)] = "/" if pos % 2 else "a"
+    for line in (f"0x{''.join(hexd)} READ 5", f"0x10 WRITE {''.join(dec)}"):
+        path = write_lines(tmp_path / "bad.trace", f"0x40 READ 1\n{line}\n0x80 READ 9\n")
+        with pytest.raises(TraceError) as info:
+            read_trace(path)
+        assert info.value.line == 2, line

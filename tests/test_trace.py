@@ -372,6 +372,18 @@ def test_summary_estimate_of_a_large_footprint() -> None:
     assert not exact and abs(n - 20_000) < 0.03 * 20_000
 
 
+def _read_single_and_double_spaced(tmp_path: Path, lines: list[str]) -> TraceChunk:
+    """Read ``lines`` ("0x<hex> OP <cycle>") as written and with doubled spaces (which only
+    the general path reads); assert both read alike and return the first."""
+    a = read_trace(write_lines(tmp_path / "fast.trace", "\n".join(lines) + "\n"))
+    doubled = [line.replace(" ", "  ") for line in lines]
+    b = read_trace(write_lines(tmp_path / "slow.trace", "\n".join(doubled) + "\n"))
+    assert len(a) == len(b) == len(lines)
+    for x, y in zip((a.addr, a.is_write, a.cycle), (b.addr, b.is_write, b.cycle)):
+        assert np.array_equal(x, y)
+    return a
+
+
 def test_common_lines_read_as_through_the_general_path(tmp_path: Path) -> None:
     """The text reader takes "0x<hex> READ|WRITE <decimal>" lines (single spaces, what our
     writer and DRAMsim3's generators emit) in a pass of their own; every other form goes
@@ -379,7 +391,7 @@ def test_common_lines_read_as_through_the_general_path(tmp_path: Path) -> None:
     spaces, which only the general path takes) read alike, at every digit count the fast
     pass accepts or hands over (1-17 hex digits, 1-19 cycle digits, the top address bit)."""
     rng = np.random.default_rng(11)
-    fast, slow = [], []
+    fast = []
     cycle = 0
     for k in range(3000):
         nhex = int(rng.integers(1, 17))
@@ -393,12 +405,7 @@ def test_common_lines_read_as_through_the_general_path(tmp_path: Path) -> None:
         cycle += int(rng.integers(0, 5))
         cyc = str(cycle) if k % 83 else f"{cycle:019d}"     # 19 digits, 18 significant
         fast.append(f"0x{digits} {op} {cyc}")
-        slow.append(f"0x{digits}  {op}  {cyc}")
-    a = read_trace(write_lines(tmp_path / "fast.trace", "\n".join(fast) + "\n"))
-    b = read_trace(write_lines(tmp_path / "slow.trace", "\n".join(slow) + "\n"))
-    assert len(a) == len(b) == 3000
-    for x, y in zip((a.addr, a.is_write, a.cycle), (b.addr, b.is_write, b.cycle)):
-        assert np.array_equal(x, y)
+    a = _read_single_and_double_spaced(tmp_path, fast)
     assert int(a.addr[0]) == int(fast[0].split()[0], 16)
     assert a.is_write.tolist() == [line.split()[1] == "WRITE" for line in fast]
 
@@ -411,7 +418,7 @@ def test_common_lines_at_every_digit_count_read_as_through_the_general_path(
     zeros make the count), each against the same requests with doubled spaces, which only
     the general path reads."""
     rng = np.random.default_rng(5)
-    fast, slow = [], []
+    fast = []
     cycle = 0
     for k in range(4000):
         nhex = 1 + k % 17
@@ -425,12 +432,8 @@ def test_common_lines_at_every_digit_count_read_as_through_the_general_path(
         cycle += int(rng.integers(0, 3)) * 10 ** int(rng.integers(0, 4))
         cyc = f"{cycle:0{1 + (k // 17) % 19}d}"
         fast.append(f"0x{digits} {op} {cyc}")
-        slow.append(f"0x{digits}  {op}  {cyc}")
-    a = read_trace(write_lines(tmp_path / "fast.trace", "\n".join(fast) + "\n"))
-    b = read_trace(write_lines(tmp_path / "slow.trace", "\n".join(slow) + "\n"))
-    assert len(a) == len(b) == 4000
-    for x, y in zip((a.addr, a.is_write, a.cycle), (b.addr, b.is_write, b.cycle)):
-        assert np.array_equal(x, y)
+    a = _read_single_and_double_spaced(tmp_path, fast)
+    assert len(a) == 4000
     assert [int(x) for x in a.addr[:40]] == [int(line.split()[0], 16) for line in fast[:40]]
     assert a.cycle[-1] == cycle
 

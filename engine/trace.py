@@ -369,7 +369,6 @@ def _hex_run(buf: np.ndarray, i: int, end: int) -> tuple[int, int]:
     return a, i
 
 # ---- eight bytes at a time (SWAR) for the common line's digit runs --------------------------
-_U8 = np.uint64(8)
 _ONES = np.uint64(0x0101010101010101)
 _HIGH = np.uint64(0x8080808080808080)
 _LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -382,8 +381,8 @@ _GE_0 = np.uint64(0x5050505050505050)         # >= '0' (0x30)
 _GT_9 = np.uint64(0x4646464646464646)         # > '9' (0x39)
 _GE_A = np.uint64(0x1F1F1F1F1F1F1F1F)         # >= 'a' (0x61), after | 0x20 per byte
 _GT_F = np.uint64(0x1919191919191919)         # > 'f' (0x66)
-#: the number of a run's bytes, most significant first: pairs, then quads, then eights
-#: (each multiply adds a byte / pair / quad times the base to its neighbour)
+#: multipliers that combine a run's digits (most significant first) into its value: pairs,
+#: then quads, then eights (each adds a byte / pair / quad times the base to its neighbour)
 _HEX_M1, _HEX_M2, _HEX_M3 = (np.uint64(1 + (16 << 8)), np.uint64(1 + (256 << 16)),
                              np.uint64(1 + (65536 << 32)))
 _DEC_M1, _DEC_M2, _DEC_M3 = (np.uint64(1 + (10 << 8)), np.uint64(1 + (100 << 16)),
@@ -447,7 +446,7 @@ def _dec8(w: np.uint64) -> tuple[int, np.uint64]:
 
 @njit(cache=True, nogil=True, inline="always")
 def _swar_line(buf: np.ndarray, i: int) -> tuple[int, int, int, int]:
-    """The common line ("0x<hex> READ|WRITE <decimal>\n", single spaces, up to 16 digits
+    """The common line ("0x<hex> READ|WRITE <decimal>\n", single spaces, up to 15 digits
     each) at buf[i], read eight bytes at a time: (end of the cycle's digits, address, 1 if
     a write else 0, cycle), or end -1 where the line is not of that form (the caller then
     reads it through the general path). buf must hold 40 bytes from i on; the caller checks

@@ -416,6 +416,17 @@ def _run_length(valid: np.uint64) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _run_value(v: np.uint64, n: int, m1: np.uint64, m2: np.uint64, m3: np.uint64) -> np.uint64:
+    """The value of the first n bytes of v (each a digit's value, the first the most
+    significant): moved to the top bytes (zeros before them), then combined by the base's
+    multipliers (_HEX_M1-3 or _DEC_M1-3)."""
+    v <<= np.uint64(8 * (8 - n))
+    v = ((v * m1) >> np.uint64(8)) & _MASK_PAIRS
+    v = ((v * m2) >> np.uint64(16)) & _MASK_QUADS
+    return (v * m3) >> np.uint64(32)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _hex8(w: np.uint64) -> tuple[int, np.uint64]:
     """(n, value) of the hexadecimal digits at the start of word w (n = 0-8)."""
     lc = w | _LOWER_CASE
@@ -423,13 +434,9 @@ def _hex8(w: np.uint64) -> tuple[int, np.uint64]:
     n = _run_length(valid)
     if n == 0:
         return 0, np.uint64(0)
-    # each byte's nibble ('a'-'f' and 'A'-'F' have bit 6 set: + 9), the n digits moved to the
-    # top bytes (zeros before them), then combined
+    # each byte's nibble ('a'-'f' and 'A'-'F' have bit 6 set: + 9)
     v = (w & _LOW_NIBBLES) + np.uint64(9) * ((w >> np.uint64(6)) & _ONES)
-    v <<= np.uint64(8 * (8 - n))
-    v = ((v * _HEX_M1) >> np.uint64(8)) & _MASK_PAIRS
-    v = ((v * _HEX_M2) >> np.uint64(16)) & _MASK_QUADS
-    return n, (v * _HEX_M3) >> np.uint64(32)
+    return n, _run_value(v, n, _HEX_M1, _HEX_M2, _HEX_M3)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -438,10 +445,7 @@ def _dec8(w: np.uint64) -> tuple[int, np.uint64]:
     n = _run_length((w + _GE_0) & ~(w + _GT_9) & _HIGH)
     if n == 0:
         return 0, np.uint64(0)
-    v = (w & _LOW_NIBBLES) << np.uint64(8 * (8 - n))
-    v = ((v * _DEC_M1) >> np.uint64(8)) & _MASK_PAIRS
-    v = ((v * _DEC_M2) >> np.uint64(16)) & _MASK_QUADS
-    return n, (v * _DEC_M3) >> np.uint64(32)
+    return n, _run_value(w & _LOW_NIBBLES, n, _DEC_M1, _DEC_M2, _DEC_M3)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -458,10 +462,9 @@ def _swar_line(buf: np.ndarray, i: int) -> tuple[int, int, int, int]:
         return -1, 0, 0, 0
     if n == 8:
         n2, a2 = _hex8(_word(buf, k + 8))
-        if n2 > 0:
-            if n2 == 8:
-                return -1, 0, 0, 0          # 16 digits or more: the general path
-            a = (a << np.uint64(4 * n2)) | a2
+        if n2 == 8:
+            return -1, 0, 0, 0              # 16 digits or more: the general path
+        a = (a << np.uint64(4 * n2)) | a2   # (n2 = 0: a as it was)
         n += n2
     j = k + n
     if buf[j] != 32:
@@ -475,6 +478,8 @@ def _swar_line(buf: np.ndarray, i: int) -> tuple[int, int, int, int]:
         j += 7
     else:
         return -1, 0, 0, 0
+    # (the decimal run as the hexadecimal one above; one helper for both, the base a flag,
+    # made the parse ~15 % slower)
     n, c = _dec8(_word(buf, j))
     if n == 0:
         return -1, 0, 0, 0
@@ -482,8 +487,7 @@ def _swar_line(buf: np.ndarray, i: int) -> tuple[int, int, int, int]:
         n2, c2 = _dec8(_word(buf, j + 8))
         if n2 == 8:
             return -1, 0, 0, 0
-        if n2 > 0:
-            c = c * _POW10[n2] + c2
+        c = c * _POW10[n2] + c2             # (n2 = 0: c as it was)
         n += n2
     return j + n, np.int64(a), w, np.int64(c)
 

@@ -49,12 +49,16 @@ class Stats:
         atomic_write_text(path, json.dumps(self.to_dict(), indent=1, default=json_default) + "\n")
 
 
-def _percentile(hist: np.ndarray, p: float) -> int | None:
-    total = int(hist.sum())
-    if total == 0:
-        return None
+def _percentiles(hist: np.ndarray, ps: tuple[float, ...]) -> list[int | None]:
+    """The bin at which the cumulative count first reaches p % of the total, for each p (None
+    for an empty histogram), from one cumulative sum. The caller passes the histogram up to
+    its highest non-empty bin: the bins above it change no answer, and a latency histogram's
+    32,768 bins are nearly all empty."""
     cum = np.cumsum(hist)
-    return int(np.searchsorted(cum, np.ceil(total * p / 100.0)))
+    total = int(cum[-1]) if cum.size else 0
+    if total == 0:
+        return [None] * len(ps)
+    return [int(np.searchsorted(cum, np.ceil(total * p / 100.0))) for p in ps]
 
 
 def _dramsim3_bins(hist: np.ndarray, width: int = 20, top: int = 200) -> dict[str, int]:
@@ -70,12 +74,12 @@ def _latency_block(hist: np.ndarray, lat_sum: int, n: int, tck: float, prefix: s
     avg = lat_sum / n if n else 0.0
     d: dict[str, Any] = {f"average_{prefix}_latency": avg,
                          f"average_{prefix}_latency_ns": avg * tck}
-    for p in PERCENTILES:
-        v = _percentile(hist, p)
+    nz = np.flatnonzero(hist)
+    top = int(nz[-1]) + 1 if nz.size else 0
+    for p, v in zip(PERCENTILES, _percentiles(hist[:top], PERCENTILES)):
         d[f"{prefix}_latency_p{p}"] = v
         d[f"{prefix}_latency_p{p}_ns"] = None if v is None else v * tck
-    nz = np.flatnonzero(hist)
-    d[f"{prefix}_latency_max"] = int(nz[-1]) if nz.size else None
+    d[f"{prefix}_latency_max"] = top - 1 if top else None
     d[f"{prefix}_latency_bins"] = _dramsim3_bins(hist)
     if hist[-1]:
         d[f"{prefix}_latency_overflow"] = int(hist[-1])

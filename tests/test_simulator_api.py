@@ -128,6 +128,29 @@ def test_cycle_limit_stops_like_dramsim3_c(ddr4):
     assert st["num_reads_done"] + st["num_writes_done"] < 5_000
 
 
+@pytest.mark.parametrize("bins", [
+    {}, {0: 3}, {5: 1}, {7: 2, 40: 1}, {32_767: 4}, {1: 1, 2: 1, 32_766: 9, 32_767: 1}])
+def test_latency_percentiles_and_max_as_the_whole_histogram_defines_them(bins):
+    """The latency percentiles come from the histogram cut at its highest non-empty bin: equal
+    to the first bin whose cumulative count over all 32,768 bins reaches p % of the total."""
+    from engine.stats import PERCENTILES, _latency_block
+    hist = np.zeros(1 << 15, np.int64)
+    for b, n in bins.items():
+        hist[b] = n
+    rng = np.random.default_rng(len(bins))
+    if bins:                                   # and a dense stretch below the highest bin
+        top = max(bins)
+        hist[:top] += rng.integers(0, 3, top) * (rng.random(top) < 0.3)
+    d = _latency_block(hist, 0, 0, 1.0, "read")
+    total = int(hist.sum())
+    cum = np.cumsum(hist)
+    for p in PERCENTILES:
+        want = None if total == 0 else int(np.argmax(cum >= np.ceil(total * p / 100.0)))
+        assert d[f"read_latency_p{p}"] == want
+    nz = np.flatnonzero(hist)
+    assert d["read_latency_max"] == (int(nz[-1]) if nz.size else None)
+
+
 def test_stats_units_and_consistency(ddr4):
     ch = _random_chunk(5_000, seed=6)
     sim = Simulator(ddr4, SimOptions(epoch=0))

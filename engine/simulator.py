@@ -1246,6 +1246,9 @@ class _StreamThreads(_ChannelThreads):
         self._gap: int | None = None            # requests between bursts of refusals
         self._since = 0                         # requests admitted since the last refusal
         self._lag = 0                           # sum of (admission - arrival), threaded
+        # _admissions' buffers (grown to the longest piece or window): a window's arrays
+        # freshly allocated took half its serial preparation
+        self._adm_buf = self._ramp = np.zeros(0, np.int64)
         self._taken = 0                         # requests admitted by the channels' threads
         self._taken_here = self._refused_here = 0   # ... and refusals, since the hand-over
         self._waiting = 0                       # requests_waiting at a cycle limit
@@ -1256,7 +1259,9 @@ class _StreamThreads(_ChannelThreads):
         # (requests taken, cycle) at every hand-over and hand-back: method diagnostics
         self.switches: list[tuple[str, int, int]] = []
         # the channels' Simulators now, while the reader parses the first chunk (at the first
-        # hand-over they took the main thread's time, nothing running beside it)
+        # hand-over they took the main thread's time, nothing running beside it; built in a
+        # pool thread beside the start in one state instead, the run took longer: the build
+        # holds the GIL that the start's Python needs)
         self._build_subs()
         if self._need <= 0:
             self._hand_over()
@@ -1321,6 +1326,23 @@ class _StreamThreads(_ChannelThreads):
 
     def _rows(self, i: int) -> slice:
         return slice(i * self._group, (i + 1) * self._group)
+
+    def _admissions(self, c: np.ndarray, p: int, q: int, clock: int) -> np.ndarray:
+        """The cycles at which the front end offers requests p .. q - 1 (arrivals c) if no
+        queue refuses one, the first no earlier than `clock`: a_i = max(c_i, a_(i-1) + 1),
+        i.e. max(running max of (c_j - j), clock) + i over the requests' offsets i, j from p
+        (strictly increasing). In a buffer of this object's: valid until the next call."""
+        n = q - p
+        if self._adm_buf.shape[0] < n:
+            self._adm_buf = np.empty(n, np.int64)
+            self._ramp = np.arange(n, dtype=np.int64)
+        adm = self._adm_buf[:n]
+        ramp = self._ramp[:n]
+        np.subtract(c[p:q], ramp, out=adm)
+        np.maximum.accumulate(adm, out=adm)
+        np.maximum(adm, clock, out=adm)
+        np.add(adm, ramp, out=adm)
+        return adm
 
     def _hand_over(self) -> None:
         """The one-state run, at the top of its cycle T = clock with every request so far
@@ -1436,6 +1458,33 @@ class _StreamThreads(_ChannelThreads):
                  self.cfg.name, self.threads, self._refused_here, self._taken_here, T,
                  self._need)
 
+    def _gather_rows(self) -> None:
+        """_ChannelThreads._gather_rows, with a latency histogram copied only up to its
+        highest non-empty bin (as a window's copy: _save): its 32,768 bins a channel are
+        nearly all empty, and the master's pages above its own counts, never touched, took a
+        page fault each when written (HBM2: 3.4 of the 4 ms of a whole copy). The master's
+        bins from there on are zero when its rows' counts, their counters in C, add up below
+        it: they do, as a part's counts are the master's at the hand-over plus its own."""
+        m = self.master
+        mC = m.s["C"]
+        for name, counter in _HISTOGRAMS.items():
+            arr = m.s[name]
+            for i, sub in enumerate(self.subs):
+                rows = self._rows(i)
+                h = sub.s[name]
+                top = self._hist_top[i][name]
+                if int(h[:, :top].sum()) != int(sub.s["C"][:, counter].sum()):
+                    nz = np.flatnonzero(h.any(axis=0))
+                    top = int(nz[-1]) + 1 if nz.size else 0
+                if int(arr[rows, :top].sum()) != int(mC[rows, counter].sum()):
+                    top = h.shape[1]
+                arr[rows, :top] = h[:, :top]
+        for name in self.per_channel:
+            if name not in _HISTOGRAMS:
+                arr = m.s[name]
+                for i, sub in enumerate(self.subs):
+                    arr[self._rows(i)] = sub.s[name]
+
     @property
     def clock(self) -> int:
         """The first cycle at which the front end can offer the next request."""
@@ -1466,15 +1515,14 @@ class _StreamThreads(_ChannelThreads):
         q = min(hi, p + self._need)
         G = m.s["G"]
         lag0 = int(G[K.G_FRONT_LAG_SUM])
-        idx = np.arange(p, q, dtype=np.int64)
-        adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), m.clock - p) + idx
+        adm = self._admissions(c, p, q, m.clock)
         m._run(a[p:q], w[p:q], c[p:q], sr[p:q], rid[p:q], False, 0, None, cancel)
         if m.finished:
             # the cycle limit: the segment's later requests due by then waited too (as when
             # the one-thread run takes the segment whole)
             m.requests_waiting += int(np.count_nonzero(c[q:hi] < m.options.limit))
             return hi
-        if int(G[K.G_FRONT_LAG_SUM]) - lag0 == int((adm - c[p:q]).sum()):
+        if int(G[K.G_FRONT_LAG_SUM]) - lag0 == int(np.subtract(adm, c[p:q], out=adm).sum()):
             self._clean += q - p
         else:
             self._clean = 0
@@ -1586,9 +1634,8 @@ class _StreamThreads(_ChannelThreads):
         a, w, c, sr, rid = req
         q = min(hi, p + (self._window if self._copy_rings else
                          min(self._window, self._ring_room())))
-        idx = np.arange(p, q, dtype=np.int64)
         # the admissions if no queue refuses (offsets into the window from here on)
-        adm = np.maximum(np.maximum.accumulate(c[p:q] - idx), self.clock - p) + idx
+        adm = self._admissions(c, p, q, self.clock)
         end = int(adm[-1]) + 1
         limit = self.master.options.limit
         cut = end if limit is None else min(end, int(limit))   # offered before the limit
@@ -1607,9 +1654,12 @@ class _StreamThreads(_ChannelThreads):
                 until = int(adm[ix[-1]]) + 1
             G = self.subs[i].s["G"]
             lag0 = int(G[K.G_FRONT_LAG_SUM])
-            self.subs[i]._run(a[p + ix], w[p + ix], adm[ix], sr[p + ix], rid[p + ix], False,
-                              until, None, cancel, until=until)
-            due = int(np.count_nonzero(adm[ix] < min(until, cut)))
+            j = ix + p
+            cyc = adm[ix]
+            # (the requests offered before `until` and the limit: cyc increases strictly)
+            due = int(np.searchsorted(cyc, min(until, cut)))
+            self.subs[i]._run(a[j], w[j], cyc, sr[j], rid[j], False, until, None, cancel,
+                              until=until)
             return int(G[K.G_POS]) == due and int(G[K.G_FRONT_LAG_SUM]) == lag0
 
         # channels that cannot refuse any of their window's requests run second, once the
@@ -1637,7 +1687,8 @@ class _StreamThreads(_ChannelThreads):
             if self.finished:                   # the cycle limit, before `end`
                 k = int(np.searchsorted(adm, limit))
                 self._waiting = int(np.count_nonzero(c[p + k:hi] < limit))
-            self._lag += int((adm[:k] - c[p:p + k]).sum())
+            # (adm is not read again: the admissions' lag in its place)
+            self._lag += int(np.subtract(adm[:k], c[p:p + k], out=adm[:k]).sum())
             self._taken += k
             self._taken_here += k
             if self.finished:

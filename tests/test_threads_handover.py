@@ -190,3 +190,26 @@ def test_handover_online_api_and_completions_stay_one_thread(tmp_path):
     assert len(ids) == len(ch.addr)
     many = simulate_trace(cfg, tr, SimOptions(threads=2))
     assert _same(online, many) == []
+
+
+def test_merge_copies_every_latency_bin_of_the_parts(monkeypatch):
+    """The merge copies a part's latency histograms only up to their highest count
+    (_StreamThreads._gather_rows): a count above the bins its last window copy saw, and a
+    master whose rows hold a count above the parts' (never so in a run: its rows are the
+    parts' counts at the hand-over), still come out as the parts' whole rows."""
+    monkeypatch.setattr(S, "HANDOVER_AFTER", 0)
+    run = S._StreamThreads(load_config("HBM2"), SimOptions(threads=2))
+    try:
+        m, (a, b) = run.master, run.subs
+        a.s["hist_r"][1, 30_000] += 2                     # above the copies' known top
+        a.s["C"][1, K.C_READS_DONE] += 2
+        b.s["hist_w"][0, 7] += 1
+        b.s["C"][0, K.C_WRITE_LAT_N] += 1
+        m.s["hist_w"][0, 31_000] += 5                     # the master's own, above
+        m.s["C"][0, K.C_WRITE_LAT_N] += 5
+        run._gather_rows()
+        for name in ("hist_r", "hist_w"):
+            assert np.array_equal(m.s[name], np.concatenate([a.s[name], b.s[name]]))
+        assert m.s["hist_r"][1, 30_000] == 2 and m.s["hist_w"][0, 31_000] == 0
+    finally:
+        run.close()

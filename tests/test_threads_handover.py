@@ -192,24 +192,27 @@ def test_handover_online_api_and_completions_stay_one_thread(tmp_path):
     assert _same(online, many) == []
 
 
-def test_merge_copies_every_latency_bin_of_the_parts(monkeypatch):
+@pytest.mark.parametrize("intake", ["dramsim3", "per-channel"])
+def test_merge_copies_every_latency_bin_of_the_parts(monkeypatch, intake):
     """The merge copies a part's latency histograms only up to their highest count
-    (_StreamThreads._gather_rows): a count above the bins its last window copy saw, and a
-    master whose rows hold a count above the parts' (never so in a run: its rows are the
-    parts' counts at the hand-over), still come out as the parts' whole rows."""
+    (_ChannelThreads._gather_rows, both intakes' runners): a count above the bins a window's
+    copy saw, and a master whose rows hold a count above the parts' (never so in a run: its
+    rows are the parts' counts at the hand-over), still come out as the parts' whole rows."""
     monkeypatch.setattr(S, "HANDOVER_AFTER", 0)
-    run = S._StreamThreads(load_config("HBM2"), SimOptions(threads=2))
+    runner = S._StreamThreads if intake == "dramsim3" else S._ChannelThreads
+    run = runner(load_config("HBM2"), SimOptions(threads=2, intake=intake))
     try:
-        m, (a, b) = run.master, run.subs
-        a.s["hist_r"][1, 30_000] += 2                     # above the copies' known top
-        a.s["C"][1, K.C_READS_DONE] += 2
+        m, a, b = run.master, run.subs[0], run.subs[-1]
+        a.s["hist_r"][-1, 30_000] += 2                    # above the copies' known top
+        a.s["C"][-1, K.C_READS_DONE] += 2
         b.s["hist_w"][0, 7] += 1
         b.s["C"][0, K.C_WRITE_LAT_N] += 1
         m.s["hist_w"][0, 31_000] += 5                     # the master's own, above
         m.s["C"][0, K.C_WRITE_LAT_N] += 5
         run._gather_rows()
         for name in ("hist_r", "hist_w"):
-            assert np.array_equal(m.s[name], np.concatenate([a.s[name], b.s[name]]))
-        assert m.s["hist_r"][1, 30_000] == 2 and m.s["hist_w"][0, 31_000] == 0
+            assert np.array_equal(m.s[name], np.concatenate([sub.s[name] for sub in run.subs]))
+        assert m.s["hist_w"][0, 31_000] == 0
+        assert m.s["hist_r"][len(a.s["hist_r"]) - 1, 30_000] == 2
     finally:
         run.close()

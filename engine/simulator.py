@@ -1038,27 +1038,14 @@ class _ChannelThreads:
         return self.master.stats()
 
     def _gather_rows(self) -> None:
-        """Every part's per-channel arrays copied into its rows of the master's; a latency
-        histogram only up to its highest count: its 32,768 bins a channel are nearly all
-        empty, and the master's pages above its own counts, never touched, took a page fault
-        each when written (HBM2, 2 threads: 3.4 of the 4 ms of a whole copy). The master's
-        bins from there on are zero when its rows' counts, their counters in C, add up below
-        it: they do, as a part's counts are the master's at the hand-over plus its own (the
-        whole rows are copied if not)."""
+        """Every part's per-channel arrays copied into its rows of the master's (a latency
+        histogram by _copy_counts)."""
         m = self.master
-        mC = m.s["C"]
         for name, counter in _HISTOGRAMS.items():
-            arr = m.s[name]
             for i, sub in enumerate(self.subs):
                 rows = self._rows(i)
-                h = sub.s[name]
-                top = self._hist_top_known(i, name)
-                if int(h[:, :top].sum()) != int(sub.s["C"][:, counter].sum()):
-                    nz = np.flatnonzero(h.any(axis=0))
-                    top = int(nz[-1]) + 1 if nz.size else 0
-                if int(arr[rows, :top].sum()) != int(mC[rows, counter].sum()):
-                    top = h.shape[1]
-                arr[rows, :top] = h[:, :top]
+                _copy_counts(m.s[name][rows], m.s["C"][rows, counter], sub.s[name],
+                             sub.s["C"][:, counter], self._hist_top_known(i, name))
         for name in self.per_channel:
             if name not in _HISTOGRAMS:
                 arr = m.s[name]
@@ -1171,6 +1158,23 @@ def _per_channel_arrays(master: "Simulator") -> list[str]:
 
 _SUB_RUN_STATE = ("_epoch_base", "_epoch_start", "_next_epoch", "finished", "requests_waiting",
                   "fast_forwards", "fast_forward_cycles", "_ran_on")
+
+
+def _copy_counts(dst: np.ndarray, dst_counts: np.ndarray, src: np.ndarray,
+                 src_counts: np.ndarray, top: int = 1) -> None:
+    """dst[...] = src for latency histogram rows (`*_counts`: their counters in C, each row's
+    sum, dst's before the copy), writing only the bins up to src's highest count (`top`: a
+    guess of it + 1, checked). A channel's 32,768 bins are nearly all empty, and pages of
+    them never touched took a page fault each when written (HBM2, 2 threads: 3.4 of the 4 ms
+    of the merge's whole copy). dst's bins from there on are zero when its counts add up
+    below it: so between a threaded run's master and its parts, whose counts only grow from
+    each other's; the whole rows are copied if not."""
+    if int(src[:, :top].sum()) != int(src_counts.sum()):
+        nz = np.flatnonzero(src.any(axis=0))
+        top = int(nz[-1]) + 1 if nz.size else 0
+    if int(dst[:, :top].sum()) != int(dst_counts.sum()):
+        top = src.shape[1]
+    dst[:, :top] = src[:, :top]
 
 
 def _copy_hist(live: np.ndarray, counts: np.ndarray, copy: np.ndarray, top: int,
@@ -1392,8 +1396,11 @@ class _StreamThreads(_ChannelThreads):
         for i, sub in enumerate(self.subs):
             s = sub.s
             rows = self._rows(i)
+            for n, counter in _HISTOGRAMS.items():
+                _copy_counts(s[n], s["C"][:, counter], m.s[n][rows], m.s["C"][rows, counter])
             for n in self.per_channel:
-                s[n][...] = m.s[n][rows]
+                if n not in _HISTOGRAMS:
+                    s[n][...] = m.s[n][rows]
             G = s["G"]
             G[...] = 0
             for g in (K.G_CLK, K.G_NUM_CYCLES, K.G_LAST_ACCEPT, K.G_LAST_COMPLETE,

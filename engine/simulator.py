@@ -1365,8 +1365,14 @@ class _StreamThreads(_ChannelThreads):
             self._adm_buf = np.empty(n, np.int64)
             self._ramp = np.arange(n, dtype=np.int64)
         adm = self._adm_buf[:n]
+        x = c[p:q]
+        if n and int(x[0]) >= clock and bool((x[1:] > x[:-1]).all()):
+            # arrivals strictly increasing from the clock on: each is its own admission (the
+            # running max below, the costly step, is then the identity: ~6x less time)
+            np.copyto(adm, x)
+            return adm
         ramp = self._ramp[:n]
-        np.subtract(c[p:q], ramp, out=adm)
+        np.subtract(x, ramp, out=adm)
         np.maximum.accumulate(adm, out=adm)
         np.maximum(adm, clock, out=adm)
         np.add(adm, ramp, out=adm)

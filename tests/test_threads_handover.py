@@ -216,3 +216,24 @@ def test_merge_copies_every_latency_bin_of_the_parts(monkeypatch, intake):
         assert m.s["hist_r"][len(a.s["hist_r"]) - 1, 30_000] == 2
     finally:
         run.close()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_window_admissions_follow_the_front_end_recursion(seed):
+    """A window's admissions if no queue refuses (_StreamThreads._admissions): the first at
+    max(arrival, clock), each next at max(arrival, previous + 1); for strictly increasing
+    arrivals from the clock on (its fast path), the arrivals themselves."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(seed)
+    n = 2000
+    gaps = rng.integers(0, 3, n) if seed % 2 else rng.integers(1, 4, n)
+    c = 1000 + np.cumsum(gaps).astype(np.int64)
+    state = SimpleNamespace(_adm_buf=np.zeros(0, np.int64), _ramp=np.zeros(0, np.int64))
+    for p, q, clock in ((0, n, 0), (17, 1500, int(c[17])), (300, 1900, int(c[300]) + 40),
+                        (5, 6, 10**6), (1999, 2000, 0)):
+        got = S._StreamThreads._admissions(state, c, p, q, clock).copy()
+        want, prev = [], clock - 1
+        for x in c[p:q].tolist():
+            prev = max(x, prev + 1)
+            want.append(prev)
+        assert got.tolist() == want

@@ -713,6 +713,13 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
         for k in range(n):
             ok, need, tr = _entry_ready(P, C, b_state, b_row, b_hits, b_timing, faw, faw_n,
                                         aw32, aw32_n, cq_n, cq, ch, q, k, t, False)
+            if sched == SCHED_FCFS and k == 0 and need == PRE and tr == INF:
+                # FCFS serves a queue in arrival order: its oldest entry may close the open
+                # row even when a younger entry would hit it (DRAMsim3's rule, which holds
+                # the precharge back for that hit, would wait for a command FCFS never issues
+                # before the oldest: the queue stalled until a refresh closed the row)
+                tr = _ready_at(P, b_timing, ch, PRE, cq[ch, q, 0, CQ_BANK])
+                ok = tr <= t
             if tr < lb:
                 lb = tr
             if not ok:
@@ -770,9 +777,12 @@ def _pick_priority(P, CS, C, refq, b_state, b_row, b_hits, b_timing, faw, faw_n,
         if dbg_w > 0 and best_need == cq[ch, best_q, best_k, CQ_TYPE]:
             CS[ch, CS_DBG_COL] = cq[ch, best_q, best_k, CQ_BANK] // bpg
     if best_q >= 0 and best_need == PRE:
-        # count the on-demand precharge as DRAMsim3 does
-        _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq, ch, best_q, best_k,
-                             cq[ch, best_q, best_k, CQ_BANK], True)
+        # count the on-demand precharge as DRAMsim3 does (FCFS: every one it issues)
+        if sched == SCHED_FCFS:
+            C[ch, C_ONDEMAND_PRE] += 1
+        else:
+            _arbitrate_precharge(P, C, b_row, b_hits, cq_n, cq, ch, best_q, best_k,
+                                 cq[ch, best_q, best_k, CQ_BANK], True)
     return best_q, best_k, best_need
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from engine import address
 from engine.config import load_config, load_ini
 from engine.jedec_check import check_command_trace
 from engine.simulator import SimOptions, Simulator, cmd_trace_paths, simulate_trace
@@ -94,6 +95,30 @@ def test_close_page_never_hits_and_frfcfs_beats_fcfs_on_hits(tmp_path):
     fr = _run(base.replace(scheduler="frfcfs"), trace)
     assert fr["row_hit_rate"] > fcfs["row_hit_rate"]
     assert fr["average_read_latency"] < fcfs["average_read_latency"]
+
+
+def test_fcfs_closes_a_row_that_a_younger_request_would_hit(tmp_path):
+    """FCFS serves a bank's requests in arrival order: with row 16 open, a read to row 32
+    precharges it although a younger read hits row 16 (that read waits its turn), instead of
+    waiting for the hit, which FCFS never issues first: the queue then stalled until a
+    refresh closed the row (~7,000 cycles here)."""
+    cfg = load_config("DDR4-3200").replace(scheduler="fcfs")
+    m = address.mapping(cfg)
+    rows = [16, 32, 16]
+    addrs = [((row << m.pos["ro"]) | (col << m.pos["co"])) << m.shift
+             for col, row in enumerate(rows)]
+    f = address.decode(cfg, addrs)
+    assert len(set(zip(f.ch, f.ra, f.bg, f.ba))) == 1 and list(f.ro) == rows
+    trace = tmp_path / "rows.trace"
+    trace.write_text("".join(f"{a:#x} READ {i}\n" for i, a in enumerate(addrs)))
+    cmd = tmp_path / "cmd.trace"
+    s = simulate_trace(cfg, trace, SimOptions(epoch=0, cmd_trace=cmd)).summary
+    issued = [ln.split()[1] for ln in cmd.read_text().splitlines()]
+    assert issued == ["activate", "read", "precharge"] * 2 + ["activate", "read"]
+    rows_issued = [int(ln.split()[6], 16) for ln in cmd.read_text().splitlines()]
+    assert rows_issued[::3] == rows
+    assert s["num_reads_done"] == 3 and s["num_ondemand_pres"] == 2
+    assert s["num_ref_cmds"] == 0 and s["num_cycles"] < cfg.tREFI
 
 
 def test_xor_interleave_spreads_a_strided_stream(tmp_path):

@@ -23,8 +23,9 @@ Times are in clock cycles and currents in mA, so every DRAMsim3 value is in **mW
 ``shared/reference/dramsim3/NOTES.md`` §6): they are pJ only when tCK = 1 ns (the HBM configs).
 This module returns both: :attr:`EnergyReport.dramsim3_units` holds the raw values under
 DRAMsim3's own names, bit-for-bit the same formulas, and every ``*_pJ`` field is ``raw * tCK``.
-DRAMsim3's ``average_power`` (raw energy / cycles) is already mW and equals
-:attr:`EnergyReport.average_power_mW` for the core part.
+DRAMsim3's ``average_power`` (raw energy / cycles) is already mW: the core energy over the
+run's time (:attr:`EnergyReport.average_power_mW` adds IO; the statistics report both, as
+``average_power`` and ``average_power_with_io``).
 
 What DRAMsim3 leaves out, and so do we: power-down (IDD2P/IDD3P; ``pre_pd_energy_inc`` is computed
 but never charged), the VPP domain (IPP0...; +26 % on DDR4 random according to DRAMPower), and IO.
@@ -253,6 +254,8 @@ class EnergyReport:
     ``average_power_mW``.
     ``per_bank_pJ``: ``[channels, ranks, banks]`` core energy per bank (see :func:`compute_energy`).
     ``by_cause_pJ``: ``row_conflict row_miss data refresh background io`` (sums to total).
+    ``average_power_mW``: ``total`` (core and IO) over the run's time; DRAMsim3's
+    ``average_power`` is the core part alone (``core_total`` over the time).
     ``io_pj_per_bit``: the read/write pJ/bit used, the standard and the source text.
     """
 

@@ -5,7 +5,8 @@ Top-level keys of `Stats.summary` are totals over channels: `num_cycles`, `num_r
 `num_write_row_hits`, `num_act_cmds`, `num_pre_cmds`, `num_ref_cmds`, `average_bandwidth`
 (GB/s, DRAMsim3's definition: requests x request size / time), `total_energy` (pJ) and its
 components (`act_energy` ... in pJ; DRAMsim3's raw mW*cycle values are under
-`dramsim3_units`), plus our additions: nanosecond latencies, percentiles, row misses and
+`dramsim3_units`), `average_power` (mW, DRAMsim3's: the core energy over the time), plus our
+additions: IO energy (`io_energy`, `total_energy_with_io`, `average_power_with_io`), nanosecond latencies, percentiles, row misses and
 conflicts, per-bank arrays, energy by cause. `channels` holds the same per channel.
 """
 from __future__ import annotations
@@ -76,10 +77,15 @@ def _latency_block(hist: np.ndarray, lat_sum: int, n: int, tck: float, prefix: s
                          f"average_{prefix}_latency_ns": avg * tck}
     nz = np.flatnonzero(hist)
     top = int(nz[-1]) + 1 if nz.size else 0
+    # the last bin holds every latency of len(hist) - 1 cycles or more: a percentile (or the
+    # maximum) that falls in it is not known, and is None (the overflow count says how many)
+    over = len(hist) - 1
     for p, v in zip(PERCENTILES, _percentiles(hist[:top], PERCENTILES)):
+        if v is not None and v >= over:
+            v = None
         d[f"{prefix}_latency_p{p}"] = v
         d[f"{prefix}_latency_p{p}_ns"] = None if v is None else v * tck
-    d[f"{prefix}_latency_max"] = top - 1 if top else None
+    d[f"{prefix}_latency_max"] = top - 1 if 0 < top <= over else None
     d[f"{prefix}_latency_bins"] = _dramsim3_bins(hist)
     if hist[-1]:
         d[f"{prefix}_latency_overflow"] = int(hist[-1])
@@ -173,7 +179,9 @@ def build_stats(sim) -> Stats:
     summary = _channel_block(cfg, tot_C, RK.sum(axis=0), hist_r, hist_w, num_cycles,
                              dict(energy.components_pJ), dict(energy.dramsim3_units))
     summary["average_bandwidth"] = sum(c["average_bandwidth"] for c in channels)
-    summary["average_power"] = energy.average_power_mW
+    # average_power stays DRAMsim3's (core energy over time, as in each channel's block and as
+    # total_energy); with IO it has a name of its own, beside total_energy_with_io
+    summary["average_power_with_io"] = energy.average_power_mW
     summary.pop("rank_active_cycles")
     summary.pop("all_bank_idle_cycles")
     summary.pop("sref_cycles")

@@ -70,6 +70,15 @@ def test_head2000_commands_and_stats_match_dramsim3(shared_dir, ref_traces, tmp_
                                                                  rel=1e-9)
     assert s["total_energy"] == pytest.approx(_sum(ref, "total_energy") * cfg.tCK, rel=1e-9)
     assert s["average_bandwidth"] == pytest.approx(_sum(ref, "average_bandwidth"), rel=1e-9)
+    # DRAMsim3's average_power is the core energy over the time (mW), per channel and summed;
+    # ours with IO has its own name
+    assert s["average_power"] == pytest.approx(_sum(ref, "average_power"), rel=1e-9)
+    for ch, ours_ch in enumerate(st.channels):
+        assert ours_ch["average_power"] == pytest.approx(ref[str(ch)]["average_power"],
+                                                         rel=1e-9)
+    time_ns = n_cycles * cfg.tCK
+    assert s["average_power_with_io"] == pytest.approx(s["total_energy_with_io"] / time_ns,
+                                                       rel=1e-12)
 
 
 @pytest.mark.parametrize("cfg_name,pattern", [("DDR4_8Gb_x8_3200", "mixed"),

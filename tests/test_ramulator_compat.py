@@ -101,6 +101,30 @@ def test_run_file_errors_name_the_key(tmp_path: Path, change: dict, key: str) ->
     assert exc.value.key == key and "run.yaml" in str(exc.value)
 
 
+@pytest.mark.parametrize("old,new,key,says", [
+    ("  clock_ratio: 2", "  clock_ratio: 0", "MemorySystem.clock_ratio", "positive integer"),
+    ("  clock_ratio: 2", "  clock_ratio: -1", "MemorySystem.clock_ratio", "positive integer"),
+    ("  clock_ratio: 1", "  clock_ratio: 0", "Frontend.clock_ratio", "positive integer"),
+    ("  impl: GenericDRAM", "  impl: GenericDRM", "MemorySystem.impl", "expected GenericDRAM"),
+    ("    impl: Generic\n", "    impl: BHDRAMController\n", "MemorySystem.Controller.impl",
+     "expected Generic"),
+    ("    impl: DDR4", "    impl: DDR6", "MemorySystem.DRAM.impl",
+     "expected one of DDR4, DDR5, HBM2, HBM3, LPDDR5"),
+])
+def test_run_file_names_and_ratios_are_checked(tmp_path: Path, old: str, new: str, key: str,
+                                               says: str) -> None:
+    """A misspelt implementation, an unknown standard or a clock ratio of 0 or below is a
+    clear error naming the key (a ratio of 0 was a ZeroDivisionError in the Ramulator mode;
+    a misspelt name ran as if it were right)."""
+    p = _yaml(tmp_path)
+    text = p.read_text()
+    assert text.count(old) == 1
+    p.write_text(text.replace(old, new))
+    with pytest.raises(ConfigError, match=says) as exc:
+        load_yaml(p)
+    assert exc.value.key == key and "run.yaml" in str(exc.value)
+
+
 def test_not_yaml(tmp_path: Path) -> None:
     p = tmp_path / "bad.yaml"
     p.write_text("Frontend: [unclosed\n")

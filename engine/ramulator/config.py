@@ -37,6 +37,9 @@ SUFFIXES = (".yaml", ".yml")
 MAPPERS = {"RoBaRaCoCh": "robabgracoch", "ChRaBaRoCo": "chrabgbaroco"}
 SCHEDULERS = {"FRFCFS": "frfcfs", "FCFS": "fcfs"}
 ROW_POLICIES = ("OpenRowPolicy", "ClosedRowPolicy")
+#: the memory system and controller implementations the import reproduces (a key left out
+#: means this one, as in Ramulator's own example run files)
+IMPLS = {"MemorySystem.impl": "GenericDRAM", "MemorySystem.Controller.impl": "Generic"}
 READ_BUFFER = 32            # Generic controller: read / write buffer max_size
 
 
@@ -99,11 +102,24 @@ def load_yaml(path: str | os.PathLike[str]) -> RamulatorConfig:
                           path=file, key="Frontend.impl")
     fe_ratio = _get(tree, "Frontend.clock_ratio", file, 1, int)
     mem_ratio = _get(tree, "MemorySystem.clock_ratio", file, 1, int)
-    if fe_ratio <= 0 or mem_ratio % fe_ratio:
+    for key, ratio in (("Frontend.clock_ratio", fe_ratio), ("MemorySystem.clock_ratio", mem_ratio)):
+        if ratio <= 0:
+            raise ConfigError(f"{key} = {ratio}: expected a positive integer (clock ticks per "
+                              "simulation tick)", path=file, key=key)
+    if mem_ratio % fe_ratio:
         raise ConfigError(f"MemorySystem.clock_ratio = {mem_ratio}, Frontend.clock_ratio = "
                           f"{fe_ratio}: expected a whole number of memory cycles per offer",
                           path=file, key="MemorySystem.clock_ratio")
+    for key, name in IMPLS.items():
+        got = _get(tree, key, file, name, str)
+        if got != name:
+            raise ConfigError(f"{key} = {got}: expected {name} (the only implementation "
+                              "this import reproduces)", path=file, key=key)
     impl = _get(tree, "MemorySystem.DRAM.impl", file, kind=str)
+    standards = sorted({v.standard for v in ORG_PRESETS.values()})
+    if impl not in standards:
+        raise ConfigError(f"MemorySystem.DRAM.impl = {impl}: expected one of "
+                          f"{', '.join(standards)}", path=file, key="MemorySystem.DRAM.impl")
     org_name = _get(tree, "MemorySystem.DRAM.org.preset", file, kind=str)
     org = ORG_PRESETS.get(org_name)
     if org is None or org.standard != impl:

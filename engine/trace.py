@@ -68,6 +68,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -139,6 +140,7 @@ HDF5_CHUNK = 1 << 16
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 _TEXT_EXPECTED = "expected '0xADDR READ|WRITE CYCLE'"
+_LOOKS_HEX = re.compile(rb"0[xX][0-9a-fA-F]{1,16}")     # a first field shaped like an address
 #: Latest cycle a request may arrive at (the kernel's horizon INF is 2^62).
 MAX_CYCLE = 2**62 - 1
 
@@ -649,9 +651,18 @@ def _text_error(path: Path, line_no: int, text: bytes, code: int, last_cycle: in
     """The TraceError for a bad text line (``text`` without its newline).
 
     ``seen``: requests read before this line. With none, a line that is not even shaped like
-    a request means the file has not shown itself to be a trace at all (it may be any file a
-    hostile project pointed at), so its content is never quoted."""
-    if seen <= 0 and code not in (_E_CAPACITY, _E_ADDR_RANGE, _E_CYCLE_RANGE):
+    a request (three fields, the first a 0x number) means the file has not shown itself to be
+    a trace at all (it may be any file a hostile project pointed at), so its content is never
+    quoted; a Ramulator 2 LoadStoreTrace line is named as such."""
+    tokens = text.split()
+    shaped = len(tokens) == 3 and _LOOKS_HEX.fullmatch(tokens[0]) is not None
+    if seen <= 0 and not shaped and code not in (_E_CAPACITY, _E_ADDR_RANGE, _E_CYCLE_RANGE):
+        if len(tokens) == 2 and tokens[0] in (b"LD", b"ST"):
+            return TraceError(f"line {line_no} is a Ramulator 2 LoadStoreTrace line "
+                              f"('LD|ST ADDR', no cycle): this reader takes DRAMsim3's "
+                              f"format ({_TEXT_EXPECTED}); the Ramulator-compatible mode "
+                              f"reads LoadStoreTrace files (main.py ramulator)",
+                              path=path, line=line_no)
         return TraceError(f"not a request trace: line {line_no} is not a request "
                           f"({_TEXT_EXPECTED}; the line is not shown because nothing before "
                           f"it was a valid request)", path=path, line=line_no)

@@ -234,6 +234,25 @@ def test_out_of_range_numbers(tmp_path: Path) -> None:
     assert f"{p}:1: cycle has more than 18 digits" in error_of(p)
 
 
+def test_first_line_errors_quote_only_request_shaped_lines(tmp_path: Path) -> None:
+    """On line 1 (nothing read yet) a line shaped like a request (three fields, the first a
+    0x number) is quoted with what is wrong; any other line is not quoted (the file may be
+    anything), and a Ramulator 2 LoadStoreTrace line is named as one."""
+    for line, says in (("0x0 READ 0x10", "got '0x0 READ 0x10'"),
+                       ("0x0 READ 1.5", "got '0x0 READ 1.5'"),
+                       ("0x40 LOAD 0", "unknown request type 'LOAD'")):
+        p = write_lines(tmp_path / "t.trace", line + "\n0x80 READ 20\n")
+        msg = error_of(p)
+        assert msg.startswith(f"{p}:1: ") and says in msg and "not shown" not in msg, msg
+    for line in ("0x0,READ,0", "-0x40 READ 0", "root:x:0:0:root:/root:/bin/bash"):
+        p = write_lines(tmp_path / "u.trace", line + "\n")
+        msg = error_of(p)
+        assert "not a request trace" in msg and "not shown" in msg and line not in msg, msg
+    p = write_lines(tmp_path / "r.lst", "LD 0x1f40\nST 0x2000\n")
+    msg = error_of(p, fmt="text")
+    assert f"{p}:1: " in msg and "Ramulator 2 LoadStoreTrace" in msg and "ramulator" in msg
+
+
 def test_binary_file_named_trace_is_an_error(tmp_path: Path) -> None:
     p = tmp_path / "t.trace"
     p.write_bytes(bytes(range(256)) * 600)

@@ -1,6 +1,7 @@
 """Crash-safe file writes shared by every module that saves user data."""
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -26,6 +27,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     an interrupted write leaves the previous file (or none), never a half-written one. A new
     file gets mode 0644; an existing file keeps its mode."""
     path = Path(path)
+    if path.is_dir():               # (else the rename's error would name the temporary file)
+        raise IsADirectoryError(errno.EISDIR, "a folder, expected a file's path", str(path))
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from engine.errors import DiffMemError
+
 if TYPE_CHECKING:
     from engine.stats import Stats
 
@@ -55,6 +57,11 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     from engine.config import load_config
     from engine.simulator import SimOptions, simulate_trace
 
+    # outputs checked before the run, which may take hours: a folder given as a file's path
+    # would fail only when the statistics are written
+    for what, path in (("statistics output", out), ("command trace", job.cmd_trace)):
+        if path is not None and Path(path).is_dir():
+            raise DiffMemError(f"{what} {path} is a folder: expected a file's path")
     cfg = apply_overrides(load_config(job.config), job.scheduler, job.page_policy)
     options = SimOptions(cycles=job.cycles, max_cycles=job.max_cycles, epoch=job.epoch,
                          cmd_trace=Path(job.cmd_trace) if job.cmd_trace is not None else None,
@@ -63,6 +70,11 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
                          threads=job.threads)
     log.debug("simulating %s on %s", ", ".join(str(t) for t in traces), cfg.name)
     stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress)
+    s = stats.summary
+    if not (s["num_reads_accepted"] + s["num_writes_accepted"] + s["num_requests_waiting"]):
+        # (with --cycles an idle memory is a meaningful run: refresh and background energy)
+        log.warning("%s: no requests in the trace: the statistics are an idle memory's",
+                    ", ".join(str(t) for t in traces))
     if out is not None:
         stats.write_json(out)
     return stats

@@ -623,11 +623,12 @@ class Simulator:
                 # in the pending-request maps, as in DRAMsim3
                 if self.addresses_wrapped == 0:
                     i = int(bad[0])
-                    log.warning("%s: request %d: address %#x is beyond the capacity of %d "
-                                "bytes: its bits above the capacity are dropped "
+                    log.warning("%s: the run's request %d (counting from 1, in the order "
+                                "the requests were offered): address %#x is beyond the "
+                                "capacity of %d bytes: its bits above the capacity are dropped "
                                 "(--wrap-addresses); further ones are counted in "
                                 "num_addresses_wrapped", self.cfg.name,
-                                self._next_id - len(a) + i, int(a.view(np.uint64)[i]), cap)
+                                self._next_id - len(a) + i + 1, int(a.view(np.uint64)[i]), cap)
                 self.addresses_wrapped += int(bad.size)
             elif bad.size:
                 i = int(bad[0])

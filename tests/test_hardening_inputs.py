@@ -135,3 +135,45 @@ def test_access_validates_sizes(cfg):
         sim.access([0, 64], [64], [False, False], [0, 1])
     ids = sim.access([0], [256], [False], [0])
     assert len(ids) == 256 // cfg.request_size_bytes
+
+
+def test_an_empty_trace_runs_as_an_idle_memory_with_a_warning(tmp_path, caplog):
+    """No requests at all: the run is valid (with cycles=N it is DRAMsim3's idle memory:
+    refresh and background energy), but the user is told, naming the file."""
+    import logging
+
+    from engine.simulate_job import run_simulation
+    empty = tmp_path / "empty.trace"
+    empty.write_text("")
+    with caplog.at_level(logging.WARNING, logger="engine.simulate_job"):
+        s = run_simulation("DDR4-3200", [empty], None, cycles=20000).summary
+    assert s["num_cycles"] == 20000 and s["num_ref_cmds"] > 0
+    assert s["num_reads_done"] + s["num_writes_done"] == 0
+    assert any("empty.trace: no requests in the trace" in r.getMessage()
+               for r in caplog.records)
+    # a trace with requests: no such warning
+    caplog.clear()
+    one = tmp_path / "one.trace"
+    one.write_text("0x40 READ 0\n")
+    with caplog.at_level(logging.WARNING, logger="engine.simulate_job"):
+        run_simulation("DDR4-3200", [one], None)
+    assert not any("no requests" in r.getMessage() for r in caplog.records)
+
+
+def test_a_folder_given_as_an_output_file_is_refused_before_the_run(tmp_path):
+    """`--out` or `--cmd-trace` naming a folder: a clear error before any simulation (not
+    after it, naming a temporary file), and the atomic writer says the same."""
+    from engine.fileio import atomic_write_text
+    from engine.simulate_job import run_simulation
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x40 READ 0\n")
+    folder = tmp_path / "results"
+    folder.mkdir()
+    with pytest.raises(DiffMemError, match=r"statistics output .*results is a folder"):
+        run_simulation("DDR4-3200", [trace], folder)
+    with pytest.raises(DiffMemError, match=r"command trace .*results is a folder"):
+        run_simulation("DDR4-3200", [trace], tmp_path / "s.json", cmd_trace=folder)
+    assert not (tmp_path / "s.json").exists()
+    with pytest.raises(IsADirectoryError, match="a folder, expected a file's path") as err:
+        atomic_write_text(folder, "x")
+    assert err.value.filename == str(folder) and list(folder.iterdir()) == []

@@ -220,8 +220,9 @@ class MemoryConfig:
     IDD5PB: float = _i(5, "per-bank refresh current")
     IDD6x: float = _i(31, "self-refresh current")
     VDDQ: float | None = _p(None, "power", "power", "V", "I/O supply voltage for IO energy "
-                            "(unset: no IO energy, as DRAMsim3)", kind="float", minimum=0.0,
-                            dramsim3=False, optional=True)
+                            "(unset: the standard's in resources/io_energy.toml; IO energy is "
+                            "reported apart from DRAMsim3's core energy)", kind="float",
+                            minimum=0.0, dramsim3=False, optional=True)
     # ---- controller (DRAMsim3 keys) ----------------------------------------------------
     queue_structure: str = _p("PER_BANK", "controller", "system", "",
                               "command queue per bank or per rank", choices=QUEUE_STRUCTURES)

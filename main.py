@@ -168,16 +168,31 @@ def cmd_check_commands(args: argparse.Namespace) -> int:
 
 
 # ==== ramulator =================================================================================
+#: what the Ramulator-compatible mode's figures are, written beside them (they differ from
+#: Ramulator's own printed statistics of the same names where its definitions count re-offers)
+RAMULATOR_DEFINITIONS = {
+    "num_cycles": "memory cycles at the last request's acceptance (Ramulator's own count)",
+    "average_read_latency": "read_latency_sum / num_reads_accepted, in memory cycles, from "
+                            "acceptance to completion (Ramulator's avg_read_latency_0 divides "
+                            "by its read requests counted at every offer, re-offers included)",
+    "num_row_hits": "column commands to an open row (Ramulator's row_hits)",
+    "num_act_cmds": "ACT commands (ACT-1 for LPDDR5's two-part activate)",
+}
+
+
 def cmd_ramulator(args: argparse.Namespace) -> int:
     import json
 
     from engine.ramulator.compat import run
 
+    from engine.fileio import atomic_write_text
+
     st = run(args.config, args.trace, cmd_trace=args.cmd_trace,
              lpddr5_rowcheck_fix=args.lpddr5_rowcheck_fix).to_dict()
+    st["definitions"] = RAMULATOR_DEFINITIONS
     text = json.dumps(st, indent=1)
     if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
+        atomic_write_text(args.out, text + "\n")
         print(f"statistics written to {args.out}")
     else:
         print(text)

@@ -151,3 +151,7 @@ def test_cli_lpddr5_stock_abort_is_a_clear_error_and_the_patched_build_runs(
                              str(out)]) == 0
     st = json.loads(out.read_text())
     assert st["num_reads_accepted"] > 0 and st["commands"].get("CASRD", 0) > 0
+    # the figures say what they are (Ramulator's own avg_read_latency divides otherwise)
+    assert st["average_read_latency"] == st["read_latency_sum"] / st["num_reads_accepted"]
+    assert "num_reads_accepted" in st["definitions"]["average_read_latency"]
+    assert set(st["definitions"]) <= set(st)

@@ -490,7 +490,10 @@ class _Controller:
         if not req.stat and req.kind != REFRESH:
             b = req.nodes[3]
             if dev.state[b] == PREOPENED:
-                # RowHit::Bank::RDWR knows Closed / Opened / Refreshing only (NOTES.md, bug 2)
+                # RowHit::Bank::RDWR knows Closed / Opened / Refreshing only (NOTES.md, bug 2).
+                # Ramulator's plugins (its command recorder) see the picked command before the
+                # request's statistics are taken, where it stops: the command is in its trace
+                self._record(dev.spec.commands[req.command], req.av)
                 raise RamulatorAbort("[RowHit::Bank] Invalid bank state for an RD/WR command!")
             if dev.state[b] == OPENED and (req.av[4] in dev.rows[b] if dev.rows is not None
                                            else dev.row[b] == req.av[4]):
@@ -503,8 +506,7 @@ class _Controller:
         dev.issue(req.command, req.av)
         name = dev.spec.commands[req.command]
         self.stats.commands[name] = self.stats.commands.get(name, 0) + 1
-        if self.log is not None:
-            self.log.write(f"{self.clk}, {name}, {', '.join(map(str, req.av))}\n")
+        self._record(name, req.av)
         if req.command == req.final:
             if req.kind == READ:
                 req.depart = self.clk + self.read_latency
@@ -514,6 +516,11 @@ class _Controller:
             self.active.append(req)
             buf.remove(req)
         return True
+
+    def _record(self, name: str, av: tuple[int, ...]) -> None:
+        """A command line of the trace, as Ramulator's command recorder writes it."""
+        if self.log is not None:
+            self.log.write(f"{self.clk}, {name}, {', '.join(map(str, av))}\n")
 
     def next_event(self) -> int:
         """Earliest controller cycle > clk at which a tick can change anything (exact)."""

@@ -110,7 +110,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(format_summary(str(stats.summary.get("config", args.config)), stats.summary))
     print(f"statistics written to {args.out}")
     if args.cmd_trace is not None:
-        print(f"command trace written to {args.cmd_trace}")
+        from engine.simulator import cmd_trace_paths
+        files = cmd_trace_paths(args.cmd_trace, int(stats.summary["channels_count"]))
+        print(f"command trace written to {files[0]}" if len(files) == 1 else
+              f"command traces written to {files[0]} ... {files[-1].name} ({len(files)} "
+              f"channels)")
     return 0
 
 
@@ -673,7 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "comes first (default: run until every request is done)")
     p.add_argument("--epoch", type=_positive_int, metavar="N",
                    help="epoch length in cycles (default: the config's epoch_period)")
-    p.add_argument("--cmd-trace", metavar="FILE", help="write every DRAM command to FILE")
+    p.add_argument("--cmd-trace", metavar="FILE", help="write every DRAM command to FILE "
+                   "(with several channels, one file per channel: .chN before FILE's "
+                   "suffix, x.cmd -> x.ch0.cmd ...)")
     p.add_argument("--wrap-addresses", action="store_true",
                    help="drop address bits above the memory's capacity, as DRAMsim3 does "
                         "(counted and warned; default: such an address is an error)")

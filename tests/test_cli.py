@@ -66,6 +66,25 @@ def test_simulate_writes_stats_json(tmp_path: Path) -> None:
     assert "row-hit rate" in res.stdout
 
 
+def test_simulate_names_the_command_trace_files_it_wrote(tmp_path: Path) -> None:
+    """One channel: FILE itself; several: one file per channel, and the message names them
+    (it named FILE, which a multi-channel run never writes)."""
+    trace = write_text_trace(tmp_path / "tiny.trace", 200)
+    res = run_main("simulate", "--config", "HBM2", "--trace", trace, "--out",
+                   tmp_path / "h.json", "--cmd-trace", tmp_path / "h.cmd")
+    assert res.returncode == 0, res.stderr
+    assert not (tmp_path / "h.cmd").exists()
+    assert sorted(p.name for p in tmp_path.glob("h.ch*.cmd")) == [f"h.ch{c}.cmd"
+                                                                  for c in range(8)]
+    assert f"command traces written to {tmp_path / 'h.ch0.cmd'} ... h.ch7.cmd (8 channels)" \
+        in res.stdout
+    res = run_main("simulate", "--config", "DDR4-3200", "--trace", trace, "--out",
+                   tmp_path / "d.json", "--cmd-trace", tmp_path / "d.cmd")
+    assert res.returncode == 0, res.stderr
+    assert f"command trace written to {tmp_path / 'd.cmd'}" in res.stdout
+    assert (tmp_path / "d.cmd").stat().st_size > 0
+
+
 def test_simulate_adds_no_phantom_read_by_default(tmp_path: Path) -> None:
     # DRAMsim3's extra READ at the end of a trace only with --phantom-eof-read
     trace = write_text_trace(tmp_path / "tiny.trace", 200)    # 150 reads, 50 writes

@@ -187,9 +187,8 @@ RAMULATOR_DEFINITIONS = {
 def cmd_ramulator(args: argparse.Namespace) -> int:
     import json
 
-    from engine.ramulator.compat import run
-
     from engine.fileio import atomic_write_text
+    from engine.ramulator.compat import run
 
     st = run(args.config, args.trace, cmd_trace=args.cmd_trace,
              lpddr5_rowcheck_fix=args.lpddr5_rowcheck_fix).to_dict()

@@ -6,8 +6,9 @@ Top-level keys of `Stats.summary` are totals over channels: `num_cycles`, `num_r
 (GB/s, DRAMsim3's definition: requests x request size / time), `total_energy` (pJ) and its
 components (`act_energy` ... in pJ; DRAMsim3's raw mW*cycle values are under
 `dramsim3_units`), `average_power` (mW, DRAMsim3's: the core energy over the time), plus our
-additions: IO energy (`io_energy`, `total_energy_with_io`, `average_power_with_io`), nanosecond latencies, percentiles, row misses and
-conflicts, per-bank arrays, energy by cause. `channels` holds the same per channel.
+additions: IO energy (`io_energy`, `total_energy_with_io`, `average_power_with_io`),
+nanosecond latencies, percentiles, row misses and conflicts, per-bank arrays, energy by cause.
+`channels` holds the same per channel.
 """
 from __future__ import annotations
 

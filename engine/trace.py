@@ -654,10 +654,10 @@ def _text_error(path: Path, line_no: int, text: bytes, code: int, last_cycle: in
     a request (three fields, the first a 0x number) means the file has not shown itself to be
     a trace at all (it may be any file a hostile project pointed at), so its content is never
     quoted; a Ramulator 2 LoadStoreTrace line is named as such."""
-    tokens = text.split()
-    shaped = len(tokens) == 3 and _LOOKS_HEX.fullmatch(tokens[0]) is not None
+    fields = text.split()
+    shaped = len(fields) == 3 and _LOOKS_HEX.fullmatch(fields[0]) is not None
     if seen <= 0 and not shaped and code not in (_E_CAPACITY, _E_ADDR_RANGE, _E_CYCLE_RANGE):
-        if len(tokens) == 2 and tokens[0] in (b"LD", b"ST"):
+        if len(fields) == 2 and fields[0] in (b"LD", b"ST"):
             return TraceError(f"line {line_no} is a Ramulator 2 LoadStoreTrace line "
                               f"('LD|ST ADDR', no cycle): this reader takes DRAMsim3's "
                               f"format ({_TEXT_EXPECTED}); the Ramulator-compatible mode "

@@ -113,10 +113,9 @@ def test_fcfs_closes_a_row_that_a_younger_request_would_hit(tmp_path):
     trace.write_text("".join(f"{a:#x} READ {i}\n" for i, a in enumerate(addrs)))
     cmd = tmp_path / "cmd.trace"
     s = simulate_trace(cfg, trace, SimOptions(epoch=0, cmd_trace=cmd)).summary
-    issued = [ln.split()[1] for ln in cmd.read_text().splitlines()]
-    assert issued == ["activate", "read", "precharge"] * 2 + ["activate", "read"]
-    rows_issued = [int(ln.split()[6], 16) for ln in cmd.read_text().splitlines()]
-    assert rows_issued[::3] == rows
+    lines = [ln.split() for ln in cmd.read_text().splitlines()]
+    assert [ln[1] for ln in lines] == ["activate", "read", "precharge"] * 2 + ["activate", "read"]
+    assert [int(ln[6], 16) for ln in lines][::3] == rows
     assert s["num_reads_done"] == 3 and s["num_ondemand_pres"] == 2
     assert s["num_ref_cmds"] == 0 and s["num_cycles"] < cfg.tREFI
 

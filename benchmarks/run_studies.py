@@ -4,10 +4,12 @@
     python benchmarks/run_studies.py [--out DIR] [--workers N] [--synthetic]
 
 Traces (``engine.studies.suite``; generated for the seed's platform DDR4-3200-8ch and
-re-placed by each study for the memory it runs them on): ``engine.workloads`` training steps (DDPM, LDM super-resolution, trajectory DiT and
-the ResNet-50 CNN baseline, batch 64; DDPM and ResNet-50 also at batch 128 for the batch
-study), reduced so that the run fits a 2-core machine: DDPM at 32x32 pixels and LDM-SR at
-128x128 instead of 256x256, ResNet-50 at 64x64 instead of 224x224, and every trace *sampled*
+re-placed by each study for the memory it runs them on): ``engine.workloads`` training
+steps (DDPM and the ResNet-50 CNN baseline at batch 64, LDM super-resolution at 32 and
+trajectory DiT at 16, the batches whose steps fit every memory the studies use, 8.6 GB;
+DDPM and ResNet-50 also at batch 128 for the batch study), reduced so that the run fits a
+2-core machine: DDPM at 32x32 pixels and LDM-SR at 128x128 instead of 256x256, ResNet-50 at
+64x64 instead of 224x224, and every trace *sampled*
 (only a fraction of the operators expanded, see ``python main.py trace --sample``).
 ``--synthetic`` uses the small synthetic steps of :mod:`engine.studies.synthetic` instead (no
 torch needed).
@@ -36,8 +38,12 @@ from engine.studies import StudySetup, TraceInput  # noqa: E402
 def _recipes():
     from engine.studies.suite import TraceRecipe
     main = [TraceRecipe("ddpm", "ddpm", 64, 32, sample=0.02),
-            TraceRecipe("ldm-sr", "ldm-sr", 64, 128, sample=0.002),
-            TraceRecipe("dit-traj", "dit-traj", 64, None, sample=0.001),
+            # LDM-SR at batch 32 and DiT at 16: the studies re-place every trace on the
+            # one-stack HBM2, GDDR6 and LPDDR4-3200 presets (8.6 GB) and the one-channel
+            # DDR4-3200 (17.2 GB); at batch 64 their steps need 10.3 GB and 23.8 GB, and
+            # every point of a trace that does not fit its memory fails
+            TraceRecipe("ldm-sr", "ldm-sr", 32, 128, sample=0.002),
+            TraceRecipe("dit-traj", "dit-traj", 16, None, sample=0.001),
             TraceRecipe("resnet50", "resnet50", 64, 64, sample=0.05)]
     batch = [TraceRecipe("ddpm-b128", "ddpm", 128, 32, sample=0.02),
              TraceRecipe("resnet50-b128", "resnet50", 128, 64, sample=0.05)]

@@ -22,7 +22,7 @@ from typing import Any
 from engine.studies.catalog import get_study
 from engine.studies.runner import CancelFn, ProgressFn, run_points
 from engine.studies.sinks import ProjectResults, ResultsFolder, study_document
-from engine.studies.spec import StudyError, StudySetup
+from engine.studies.spec import Point, StudyError, StudySetup
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
     points = study.points(setup)
     if not points:
         raise StudyError(f"study '{name}': the setup gives no points")
+    for line in unplaceable(points):
+        log.warning("study '%s': %s", name, line)
     document = study_document(name, setup.to_dict(), [p.to_dict() for p in points])
     sink: ResultsFolder | ProjectResults | None = None
     if folder is not None:
@@ -59,6 +61,21 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
                          progress=progress, cancel=cancel, security=security)
     reused = len(before & {p.point_id for p in points})
     return StudyOutcome(document, records, len(records) - reused, reused)
+
+
+def unplaceable(points: list[Point]) -> list[str]:
+    """One line per (trace, memory) whose points cannot run because the trace's training step
+    does not fit that memory (the points' ``placement_error``), with how many points: said
+    before the study runs, so that a setup that loses a workload on some memory shows it at
+    once rather than one failed point at a time."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for p in points:
+        why = p.trace.get("placement_error")
+        if why:
+            key = (str(p.trace.get("label")), str(p.config.get("name")), str(why))
+            seen[key] = seen.get(key, 0) + 1
+    return [f"{n} point{'s' if n != 1 else ''} of trace '{label}' on {mem} cannot run: {why}"
+            for (label, mem, why), n in seen.items()]
 
 
 def load_results(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

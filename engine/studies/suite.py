@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from engine.fileio import atomic_write_text
 from engine.studies.spec import StudySetup, TraceInput
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,19 @@ class SuiteResult:
     findings: list[dict[str, Any]]
     notes: list[str]
     folder: Path
+    errors: list[str] = field(default_factory=list)   # the failed points' reasons, counted
+
+
+def failure_reasons(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The distinct errors of the failed points among ``records``, each with how many points
+    gave it, most frequent first."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if r.get("status") != "ok":
+            why = str(r.get("error") or r.get("status"))
+            counts[why] = counts.get(why, 0) + 1
+    return [f"{n} point{'s' if n != 1 else ''}: {why}"
+            for why, n in sorted(counts.items(), key=lambda kv: -kv[1])]
 
 
 def run_suite(runs: Mapping[str, StudySetup], out: Path, *, workers: int | None = None,
@@ -108,10 +122,10 @@ def run_suite(runs: Mapping[str, StudySetup], out: Path, *, workers: int | None 
         res = SuiteResult(name, len(outcome.records), outcome.ran, outcome.reused,
                           sum(r.get("status") != "ok" for r in outcome.records),
                           resource.getrusage(resource.RUSAGE_SELF).ru_utime - c0, found,
-                          list(analysis.notes), folder)
+                          list(analysis.notes), folder, failure_reasons(outcome.records))
         results[name] = res
         stored[name] = found
-        findings_path.write_text(json.dumps(
+        atomic_write_text(findings_path, json.dumps(
             {"machine": platform.platform(), "python": platform.python_version(),
              "findings": stored}, indent=1))
         if report is not None:
@@ -128,3 +142,5 @@ def print_result(res: SuiteResult) -> None:
         print(f"  - {f['text']}", flush=True)
     for n in res.notes:
         print(f"  note: {n[:300]}", flush=True)
+    for e in res.errors:
+        print(f"  failed: {e[:300]}", flush=True)

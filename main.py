@@ -187,9 +187,13 @@ RAMULATOR_DEFINITIONS = {
 def cmd_ramulator(args: argparse.Namespace) -> int:
     import json
 
-    from engine.fileio import atomic_write_text
+    from engine.fileio import atomic_write_text, prepare_output
     from engine.ramulator.compat import run
 
+    _outputs_first(args, out="statistics output")
+    if args.cmd_trace:
+        # (Ramulator's recorder writes PATH.ch0, PATH.ch1 ...: their folder is PATH's)
+        prepare_output(args.cmd_trace + ".ch0", "command trace")
     st = run(args.config, args.trace, cmd_trace=args.cmd_trace,
              lpddr5_rowcheck_fix=args.lpddr5_rowcheck_fix).to_dict()
     st["definitions"] = RAMULATOR_DEFINITIONS
@@ -204,6 +208,7 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
 
 # ==== convert-trace ============================================================================
 def cmd_convert_trace(args: argparse.Namespace) -> int:
+    _outputs_first(args, dst="converted trace")
     from engine.trace import convert
 
     n = convert(args.src, args.dst)
@@ -213,6 +218,8 @@ def cmd_convert_trace(args: argparse.Namespace) -> int:
 
 # ==== trace ====================================================================================
 def cmd_trace(args: argparse.Namespace) -> int:
+    _outputs_first(args, out="trace output", text="text trace output",
+                   summary="summary output")
     from engine.fileio import atomic_write_text, json_default
     from engine.workloads.generate import TraceSpec, generate_trace
     from engine.workloads.report import format_summary
@@ -429,6 +436,18 @@ def _torch_threads(args: argparse.Namespace) -> None:
     torch.set_num_threads(getattr(args, "threads", None) or 1)
 
 
+def _outputs_first(args: argparse.Namespace, **outputs: str) -> None:
+    """Check the output paths a command will write (attribute of args -> what it is), and
+    make their missing folders, before its work: a bad path fails at once, not after a run
+    whose results would be lost."""
+    from engine.fileio import prepare_output
+
+    for attr, what in outputs.items():
+        path = getattr(args, attr, None)
+        if path is not None:
+            prepare_output(path, what)
+
+
 def _write_json(path: str | Path, data: Any) -> None:
     import json
 
@@ -466,6 +485,7 @@ def cmd_project(args: argparse.Namespace) -> int:
 
 
 def cmd_optimize(args: argparse.Namespace) -> int:
+    _outputs_first(args, out="schedule output")
     from optimizer.methods import optimize, schedule_json
 
     def progress(p: Any) -> None:
@@ -496,6 +516,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    _outputs_first(args, out="evaluation output")
     if args.reference is not None:
         from optimizer.reference import score_reference
 
@@ -540,6 +561,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    _outputs_first(args, out="table output")
     from optimizer.compare import format_table, run_comparison
     from optimizer.methods import METHODS
 
@@ -563,6 +585,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 # ==== cosim (schedule -> DRAM traffic -> engine -> back into the optimiser) ====================
 def cmd_cosim(args: argparse.Namespace) -> int:
+    _outputs_first(args, out="results output")
     from optimizer import cosim
     from optimizer.cosim_job import run_cosim_job
     from optimizer.hardware import load_hardware

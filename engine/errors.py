@@ -37,6 +37,11 @@ class TraceError(DiffMemError):
         super().__init__(where + message)
 
 
+class OutputPathError(DiffMemError):
+    """An output file's path cannot be written (a folder, a file where a folder is expected,
+    no permission), found before the run."""
+
+
 class SimulationCancelled(DiffMemError):
     """Raised inside a run when the caller's cancel flag was set."""
 

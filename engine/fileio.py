@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
@@ -42,6 +45,30 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def prepare_output(path: str | os.PathLike[str], what: str) -> Path:
+    """Check, before a long run, that `path` can take the file it will write (`what`, e.g.
+    "statistics output"), so that a bad path fails at once rather than after the run: not a
+    folder, its nearest existing folder above is a folder this process may write in. Missing
+    folders on the way are created now, and said. Raises OutputPathError naming the path and
+    what is wrong."""
+    from engine.errors import OutputPathError
+    p = Path(path)
+    if p.is_dir():
+        raise OutputPathError(f"{what} {p} is a folder: expected a file's path")
+    folder = p.parent
+    above = folder
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise OutputPathError(f"{what} {p}: {above} is a file, not a folder")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{what} {p}: no permission to write in the folder {above}")
+    if above != folder:
+        folder.mkdir(parents=True, exist_ok=True)
+        log.info("created the folder %s for the %s", folder, what)
+    return p
 
 
 def json_default(o: Any) -> Any:

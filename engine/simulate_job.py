@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from engine.errors import DiffMemError
+from engine.fileio import prepare_output
 
 if TYPE_CHECKING:
     from engine.stats import Stats
@@ -57,11 +57,11 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     from engine.config import load_config
     from engine.simulator import SimOptions, simulate_trace
 
-    # outputs checked before the run, which may take hours: a folder given as a file's path
-    # would fail only when the statistics are written
+    # outputs checked (and missing folders made) before the run, which may take hours: a
+    # bad path would otherwise fail only when the statistics are written
     for what, path in (("statistics output", out), ("command trace", job.cmd_trace)):
-        if path is not None and Path(path).is_dir():
-            raise DiffMemError(f"{what} {path} is a folder: expected a file's path")
+        if path is not None:
+            prepare_output(path, what)
     cfg = apply_overrides(load_config(job.config), job.scheduler, job.page_policy)
     options = SimOptions(cycles=job.cycles, max_cycles=job.max_cycles, epoch=job.epoch,
                          cmd_trace=Path(job.cmd_trace) if job.cmd_trace is not None else None,

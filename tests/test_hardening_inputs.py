@@ -177,3 +177,64 @@ def test_a_folder_given_as_an_output_file_is_refused_before_the_run(tmp_path):
     with pytest.raises(IsADirectoryError, match="a folder, expected a file's path") as err:
         atomic_write_text(folder, "x")
     assert err.value.filename == str(folder) and list(folder.iterdir()) == []
+
+
+def test_an_unwritable_output_path_fails_before_the_run_and_missing_folders_are_made(
+        tmp_path, monkeypatch, caplog, capsys):
+    """An output whose folder is a file, or a folder this process may not write in, is an
+    error naming it before any work (the run's results would be lost at the end); missing
+    folders are made before the run and said. The same for every long command."""
+    import logging
+
+    import engine.fileio as fileio
+    import main as cli
+    import optimizer.methods
+    from engine.errors import OutputPathError
+    from engine.simulate_job import run_simulation
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x40 READ 0\n")
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    with pytest.raises(OutputPathError, match=r"statistics output .*notes.txt/s.json: "
+                                              r".*notes.txt is a file, not a folder"):
+        run_simulation("DDR4-3200", [trace], afile / "s.json")
+    with pytest.raises(OutputPathError, match=r"command trace .*notes.txt/a/c.cmd: "
+                                              r".*notes.txt is a file, not a folder"):
+        run_simulation("DDR4-3200", [trace], tmp_path / "s.json", cmd_trace=afile / "a/c.cmd")
+    assert not (tmp_path / "s.json").exists()
+    # missing folders: made before the run, said at INFO
+    with caplog.at_level(logging.INFO, logger="engine.fileio"):
+        run_simulation("DDR4-3200", [trace], tmp_path / "new/deeper/s.json",
+                       cmd_trace=tmp_path / "cmds/c.cmd")
+    assert (tmp_path / "new/deeper/s.json").is_file() and (tmp_path / "cmds/c.cmd").is_file()
+    said = [r.getMessage() for r in caplog.records if r.name == "engine.fileio"]
+    assert said == [f"created the folder {tmp_path / 'new/deeper'} for the statistics output",
+                    f"created the folder {tmp_path / 'cmds'} for the command trace"]
+    # a folder without write permission (root may write anywhere: the check is os.access)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = fileio.os.access
+    monkeypatch.setattr(fileio.os, "access", lambda p, m: False if str(p) == str(locked)
+                        else real(p, m))
+    with pytest.raises(OutputPathError, match=r"no permission to write in the folder "
+                                              r".*locked$"):
+        run_simulation("DDR4-3200", [trace], locked / "sub" / "s.json")
+    assert not (locked / "sub").exists()
+    monkeypatch.undo()
+
+    # the command line: `optimize` checks --out before its search, which never starts
+    def no_search(*a, **k):
+        raise AssertionError("the search ran before the output path was checked")
+
+    monkeypatch.setattr(optimizer.methods, "optimize", no_search)
+    rc = cli.main(["optimize", "--network", "resnet50", "--hw", "small", "--out",
+                   str(afile / "s.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"error: schedule output {afile / 's.json'}: {afile} is a file" in err
+    # ... and `trace` checks --out, --text and --summary before it captures the step
+    import engine.workloads.generate as generate
+    monkeypatch.setattr(generate, "generate_trace", no_search)
+    rc = cli.main(["trace", "--workload", "ddpm", "--batch", "1", "--out",
+                   str(tmp_path / "ok.h5"), "--summary", str(afile / "s.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"error: summary output {afile / 's.json'}: {afile} is a file" in err

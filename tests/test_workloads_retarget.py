@@ -117,3 +117,37 @@ def test_study_points_replay_each_memory_on_its_own_placement(
     bad = dict(pts["HBM2"].to_dict(), trace={**t.to_dict(), "placement_error": "too big"})
     assert run_point(bad) == {"point_id": bad["point_id"], "status": "error",
                               "error": "RetargetError: too big"}
+
+
+def test_a_mapping_what_if_on_a_re_placed_device_decodes_the_same_addresses(
+        traces: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A study's mapping variant on another device than the trace's: the trace is re-placed
+    once, for the base mapping, and each variant decodes those addresses with its own (placed
+    for the variant's mapping, the GPU hash undid the what-if: the variant measured exactly
+    the baseline)."""
+    from engine.studies import StudySetup, TraceInput, get_study
+    from engine.studies.catalog import placement_config
+    from engine.studies.jobs import run_point
+    monkeypatch.setenv("DIFFMEM_DERIVED_DIR", str(tmp_path / "derived"))
+    t = TraceInput("ddpm", str(traces["DDR4-3200-8ch"])).resolved()
+    hbm = load_config("HBM2")
+    remap = "rochrababgco"
+    assert hbm.address_mapping != remap
+    setup = StudySetup([t], config="HBM2", arrival="saturate", cycles=20_000,
+                       params={"variants": {"remap": {"address_mapping": remap},
+                                            "close": {"page_policy": "close"}}})
+    pts = {p.tags["variant"]: p for p in get_study("hotspots").points(setup)}
+    assert pts["remap"].config["address_mapping"] == remap
+    # the same re-placed file for the baseline and both variants (one copy, made once)
+    paths = {v: p.trace["path"] for v, p in pts.items()}
+    assert len(set(paths.values())) == 1 and Path(paths["baseline"]).parent == tmp_path / \
+        "derived"
+    # ... whose addresses are those of the trace generated for HBM2 (its preset mapping)
+    assert np.array_equal(_cols(Path(paths["remap"]))["addr"], _cols(traces["HBM2"])["addr"])
+    base, remapped = (run_point(pts[v].to_dict()) for v in ("baseline", "remap"))
+    assert base["status"] == remapped["status"] == "ok"
+    keys = ("cycles", "act", "row_hit_rate")
+    assert any(base["metrics"].get(k) != remapped["metrics"].get(k) for k in keys), (
+        {k: base["metrics"].get(k) for k in keys})
+    # placement_config: a variant that keeps the mapping is its own placement
+    assert placement_config(hbm, hbm) is hbm

@@ -81,6 +81,20 @@ def base_config(setup: StudySetup) -> Any:
     return with_overrides(load_config(setup.config), setup.overrides)
 
 
+def placement_config(base: Any, cfg: Any) -> Any:
+    """The config a variant ``cfg`` of ``base`` places its traces for: ``cfg`` with the
+    address mapping of ``base``. A mapping what-if changes how the controller decodes the
+    physical addresses the GPU sends, not the addresses: on the trace's own device the trace
+    is replayed as it is (:func:`engine.workloads.placement.same_device`), and on another
+    device it is re-placed once, with the GPU hash made for the base mapping, and decoded by
+    each variant's. (Placed for the variant's own mapping, the hash re-encodes the channel and
+    bank fields where that mapping puts them, which undoes the what-if: every mapping variant
+    measured exactly the baseline.)"""
+    if cfg.address_mapping == base.address_mapping:
+        return cfg
+    return with_overrides(cfg, {"address_mapping": base.address_mapping})
+
+
 def resolved_traces(setup: StudySetup) -> list[TraceInput]:
     if not setup.traces:
         raise StudyError("a study needs at least one trace (--trace LABEL=PATH)")
@@ -197,11 +211,12 @@ class Study:
         raise NotImplementedError
 
     def _point(self, cfg: Any, trace: TraceInput, tags: dict[str, Any],
-               setup: StudySetup) -> Point:
+               setup: StudySetup, placement: Any = None) -> Point:
         """A point running ``trace`` on ``cfg``, the trace placed for that memory
-        (:mod:`engine.studies.placed`)."""
+        (:mod:`engine.studies.placed`), or for ``placement`` if given: the same device with
+        the address mapping the placement is made for (see :func:`placement_config`)."""
         from engine.studies.placed import placed_input
-        placed = placed_input(trace, cfg)
+        placed = placed_input(trace, cfg if placement is None else placement)
         if isinstance(placed, str):
             tdict = {**trace.to_dict(), "placement_error": placed}
         else:
@@ -222,9 +237,14 @@ class Study:
         return "per-channel" if arrival == "saturate" else "dramsim3"
 
     def _variant_points(self, variants: Sequence[tuple[str, Any]],
-                        traces: Sequence[TraceInput], setup: StudySetup) -> list[Point]:
-        """One point per (variant, trace), tagged with the variant's name and its order."""
-        return [self._point(cfg, t, {"variant": name, "order": order}, setup)
+                        traces: Sequence[TraceInput], setup: StudySetup,
+                        base: Any = None) -> list[Point]:
+        """One point per (variant, trace), tagged with the variant's name and its order.
+        ``base``: the configuration the variants override (None for variants that are other
+        memories): a variant's trace is placed with its address mapping
+        (:func:`placement_config`)."""
+        return [self._point(cfg, t, {"variant": name, "order": order}, setup,
+                            None if base is None else placement_config(base, cfg))
                 for order, (name, cfg) in enumerate(variants) for t in traces]
 
     def _preset_variants(self, names: Sequence[str], setup: StudySetup) -> list[tuple[str, Any]]:
@@ -416,7 +436,8 @@ class VariantStudy(Study):
     def points(self, setup: StudySetup) -> list[Point]:
         self._check_params(setup, ["variants"])
         cfg = base_config(setup)
-        return self._variant_points(self.variants(cfg, setup), resolved_traces(setup), setup)
+        return self._variant_points(self.variants(cfg, setup), resolved_traces(setup), setup,
+                                    base=cfg)
 
     def analyse(self, document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                 ) -> Analysis:
@@ -568,7 +589,8 @@ class ControllerPolicy(VariantStudy):
         if setup.params.get("variants") and setup.params.get("write_priority_pct"):
             raise StudyError("policy study: give variants or write_priority_pct, not both")
         cfg = base_config(setup)
-        return self._variant_points(self.variants(cfg, setup), resolved_traces(setup), setup)
+        return self._variant_points(self.variants(cfg, setup), resolved_traces(setup), setup,
+                                    base=cfg)
 
     def variants(self, cfg: Any, setup: StudySetup) -> list[tuple[str, Any]]:
         pcts = setup.params.get("write_priority_pct")

@@ -312,3 +312,33 @@ def test_workload_summary_fills_batch_and_flops_and_saturate_arrival(tmp_path):
     assert {p.arrival for p in share} == {"saturate"}
     with pytest.raises(StudyError, match="arrival"):
         StudySetup([t], arrival="fast")
+
+
+def test_a_rerun_with_other_inputs_replaces_the_earlier_points_in_its_place(traces, tmp_path):
+    """A results folder keeps the points of earlier runs (a study extended with more values
+    runs only the new ones), but a point whose workload and tags this run's points take again
+    with other inputs (here the trace regenerated, same label) is replaced: the analysis
+    would otherwise pool the stale result with the new one."""
+    out = tmp_path / "study"
+    first = run_study("timing", timing_setup(traces, values=(10, 14)), folder=out, workers=0)
+    assert first.ran == 4
+    # extended: two more values; the four earlier points stay, only the new ones run
+    more = run_study("timing", timing_setup(traces, values=(10, 14, 18)), folder=out,
+                     workers=0)
+    assert (more.ran, more.reused) == (2, 4)
+    assert len(load_results(out)[0]["points"]) == 6
+    # the ddpm trace regenerated (another batch, same label): its three points replaced
+    new = write_training_step(tmp_path / "ddpm-new.h5", "ddpm", "diffusion", 4, **TINY).resolved()
+    setup = StudySetup([new, traces["resnet"]], config="DDR4-3200",
+                       params={"tRCD": [10, 14, 18]})
+    again = run_study("timing", setup, folder=out, workers=0)
+    assert (again.ran, again.reused) == (3, 3)
+    document, records = load_results(out)
+    assert len(document["points"]) == 6
+    ddpm = {p["point_id"] for p in document["points"] if p["trace"]["label"] == "ddpm"}
+    assert len(ddpm) == 3 and all(p["trace"]["digest"] == new.digest
+                                  for p in document["points"] if p["point_id"] in ddpm)
+    # the analysis sees one point per (workload, value): the new trace's
+    rows = [r for r in get_study("timing").analyse(document, records).tables[0].rows
+            if r[0] == "ddpm"]
+    assert len(rows) == 1

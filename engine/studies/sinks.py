@@ -21,7 +21,7 @@ import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from engine.fileio import atomic_write_text, json_default
 from engine.studies.spec import StudyError
@@ -54,6 +54,12 @@ def study_document(name: str, setup: dict[str, Any], points: list[dict[str, Any]
             "app_version": APP_VERSION}
 
 
+def point_slot(point: Mapping[str, Any]) -> tuple[str, str]:
+    """What a study point stands for in its analysis: its trace's label and its tags."""
+    return (str(point.get("trace", {}).get("label")),
+            json.dumps(point.get("tags", {}), sort_keys=True, default=str))
+
+
 class ResultsFolder:
     """A study's results in a folder (see the module docstring)."""
 
@@ -70,11 +76,20 @@ class ResultsFolder:
             if old.get("study") != document["study"]:
                 raise StudyError(f"{self.study_path}: holds study '{old.get('study')}', not "
                                  f"'{document['study']}'; choose another --out folder")
-            # keep the points of earlier runs too (their results stay in the journal)
+            # keep the points of earlier runs too (their results stay in the journal), but
+            # not one whose place this run's points take: the same workload and tags with
+            # other inputs (a regenerated trace, another config or placement), whose result
+            # the analysis would otherwise pool with the new one's
             known = {p["point_id"] for p in document["points"]}
+            slots = {point_slot(p) for p in document["points"]}
+            earlier = [p for p in old.get("points", []) if p["point_id"] not in known]
+            kept = [p for p in earlier if point_slot(p) not in slots]
+            if len(kept) < len(earlier):
+                log.info("%s: %d point(s) of an earlier run replaced by this run's (same "
+                         "workload and tags, other inputs)", self.study_path,
+                         len(earlier) - len(kept))
             document = dict(document, created=old.get("created", document["created"]),
-                            points=document["points"] + [p for p in old.get("points", [])
-                                                         if p["point_id"] not in known])
+                            points=document["points"] + kept)
         atomic_write_text(self.study_path, json.dumps(document, indent=1,
                                                       default=json_default) + "\n")
 

@@ -241,7 +241,7 @@ class Study:
                         base: Any = None) -> list[Point]:
         """One point per (variant, trace), tagged with the variant's name and its order.
         ``base``: the configuration the variants override (None for variants that are other
-        memories): a variant's trace is placed with its address mapping
+        memories): every variant's traces are then placed with the base's address mapping
         (:func:`placement_config`)."""
         return [self._point(cfg, t, {"variant": name, "order": order}, setup,
                             None if base is None else placement_config(base, cfg))

@@ -103,7 +103,10 @@ def _parent_watch(parent: int) -> None:
 
 
 def _worker_init(parent: int) -> None:
-    """Initializer of local worker processes: end when the parent dies."""
+    """Initializer of local worker processes: end when the parent dies; leave Ctrl-C to the
+    parent (a terminal sends SIGINT to the whole process group: a worker interrupted inside
+    the pool's queue left its lock taken, and the parent hung at exit)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -138,6 +141,7 @@ def _local(points: Sequence[dict[str, Any]], workers: int, cancel: CancelFn | No
     ctx = multiprocessing.get_context("spawn")
     pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(points)), mp_context=ctx,
                                   initializer=_worker_init, initargs=(os.getpid(),))
+    interrupted = False
     try:
         pending = {pool.submit(run_point, p) for p in points}
         while pending:
@@ -146,8 +150,26 @@ def _local(points: Sequence[dict[str, Any]], workers: int, cancel: CancelFn | No
             done, pending = cf.wait(pending, timeout=POLL_S, return_when=cf.FIRST_COMPLETED)
             for fut in done:
                 yield fut.result()
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if interrupted:
+            _stop_workers(pool)
+        else:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """Ctrl-C: end the workers now. Their current points are dropped (a point is atomic:
+    nothing of it was stored; a rerun runs it again); waiting for them could take as long as
+    a point."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.join(timeout=10)
 
 
 def _dask(points: Sequence[dict[str, Any]], cluster: Any, cancel: CancelFn | None, *,

@@ -342,3 +342,29 @@ def test_a_rerun_with_other_inputs_replaces_the_earlier_points_in_its_place(trac
     rows = [r for r in get_study("timing").analyse(document, records).tables[0].rows
             if r[0] == "ddpm"]
     assert len(rows) == 1
+
+
+def test_a_rerun_on_another_memory_leaves_the_earlier_points_out(traces, tmp_path, caplog):
+    """Rerun into the same folder with another memory (or overrides, run length, arrival):
+    the earlier points are not pooled with the new ones in one fit; an extension (more
+    values) keeps them, and says so."""
+    import logging
+    out = tmp_path / "study"
+    run_study("timing", timing_setup(traces, values=(10, 14)), folder=out, workers=0)
+    with caplog.at_level(logging.WARNING, logger="engine.studies.sinks"):
+        run_study("timing", timing_setup(traces, values=(18, 22)), folder=out, workers=0)
+    assert any("4 point(s) of earlier runs in this folder are analysed with this run's"
+               in r.getMessage() for r in caplog.records)
+    assert len(load_results(out)[0]["points"]) == 8
+    caplog.clear()
+    other = StudySetup([traces["ddpm"], traces["resnet"]], config="DDR5-4800B",
+                       params={"tRCD": [30, 34]})
+    with caplog.at_level(logging.WARNING, logger="engine.studies.sinks"):
+        again = run_study("timing", other, folder=out, workers=0)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "config was 'DDR4-3200', now 'DDR5-4800B'" in said and "8 point(s)" in said
+    document, records = load_results(out)
+    assert len(document["points"]) == 4 and again.ran == 4
+    assert {p["config"]["name"] for p in document["points"]} == {"DDR5-4800B"}
+    # the earlier results are still in the journal (nothing a user ran is deleted)
+    assert len(ResultsFolder(out).records()) == 12

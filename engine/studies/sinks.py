@@ -54,6 +54,19 @@ def study_document(name: str, setup: dict[str, Any], points: list[dict[str, Any]
             "app_version": APP_VERSION}
 
 
+#: what a study's points share, beside their traces and swept parameters: a rerun into the
+#: same folder that changes one of these does not extend the earlier run
+SETUP_BASIS = ("config", "overrides", "cycles", "arrival", "intake")
+
+
+def setup_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """'' if setup ``new`` may extend ``old`` (same memory, overrides, run length, arrival and
+    intake), else what changed, for the user ("config was 'A', now 'B'")."""
+    diff = [f"{k} was {old.get(k)!r}, now {new.get(k)!r}" for k in SETUP_BASIS
+            if (old.get(k) or None) != (new.get(k) or None)]
+    return "; ".join(diff)
+
+
 def point_slot(point: Mapping[str, Any]) -> tuple[str, str]:
     """What a study point stands for in its analysis: its trace's label and its tags."""
     return (str(point.get("trace", {}).get("label")),
@@ -88,6 +101,19 @@ class ResultsFolder:
                 log.info("%s: %d point(s) of an earlier run replaced by this run's (same "
                          "workload and tags, other inputs)", self.study_path,
                          len(earlier) - len(kept))
+            changed = setup_change(old.get("setup") or {}, document.get("setup") or {})
+            if kept and changed:
+                # another memory, run length or arrival: their results would be pooled
+                # with this run's in one fit
+                log.warning("%s: the earlier run's %s: its %d point(s) are left out of this "
+                            "study (their results stay in %s); use another folder to keep "
+                            "both", self.study_path, changed, len(kept), RESULTS_FILE)
+                kept = []
+            elif kept:
+                log.warning("%s: %d point(s) of earlier runs in this folder are analysed "
+                            "with this run's (this setup extends theirs: other traces or "
+                            "parameter values); use another folder for a separate study",
+                            self.study_path, len(kept))
             document = dict(document, created=old.get("created", document["created"]),
                             points=document["points"] + kept)
         atomic_write_text(self.study_path, json.dumps(document, indent=1,

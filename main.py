@@ -303,6 +303,9 @@ def cmd_study(args: argparse.Namespace) -> int:
             print(f"{name:<{width}}  {study.description}")
             print(f"{'':<{width}}  parameters: {study.params_help}")
         return 0
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise StudyError(f"--out {args.out} is a file: expected a folder (a study writes "
+                         "study.json, results.jsonl and its report there)")
     project = None
     if args.project is not None:
         from projects.store import Project
@@ -320,7 +323,13 @@ def cmd_study(args: argparse.Namespace) -> int:
                     raise StudyError("--report needs --out DIR (a folder written by a study)")
                 document, records = load_results(args.out)
                 out = Path(args.out)
+                if args.name and args.name != document.get("study"):
+                    raise StudyError(f"--report: {args.out} holds study "
+                                     f"'{document.get('study')}', not '{args.name}'")
             files = render_report(document, records, out)
+            from engine.studies import get_study
+            for f in get_study(document["study"]).analyse(document, records).findings:
+                print(f"  - {f.text}")
             print(f"report written: {files.html}, {files.pdf} ({files.pdf_pages} pages)")
             return 0
         if not args.name:
@@ -658,6 +667,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -856,7 +875,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="front end: one request a cycle for the whole memory (DRAMsim3) or one "
                         "per channel (default: per-channel for saturated arrival, memshare and "
                         "recommendations; dramsim3 otherwise)")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=_non_negative_int, metavar="N",
                    help="local worker processes (default: one per core; 0 = in this process)")
     p.add_argument("--cluster", metavar="tcp://HOST:PORT",
                    help="run on this Dask scheduler (workers need this repository and the "

@@ -805,10 +805,15 @@ def _preset_path(name_or_path: str | os.PathLike[str]) -> Path:
         if not path.is_file():
             raise ConfigError("file not found", path=path)
         return path
+    if path.is_dir():
+        raise ConfigError("a folder, expected a preset name or a .toml/.ini file", path=path)
     candidate = PRESET_DIR / f"{name_or_path}.toml"
     if not candidate.is_file():
-        raise ConfigError(f"no preset named '{name_or_path}'; available: "
-                          f"{', '.join(list_presets()) or 'none'}")
+        names = list_presets()
+        same = [n for n in names if n.lower() == str(name_or_path).lower()]
+        hint = f" (did you mean '{same[0]}'?)" if same else ""
+        raise ConfigError(f"no preset named '{name_or_path}'{hint}; available: "
+                          f"{', '.join(names) or 'none'}")
     return candidate
 
 

@@ -368,3 +368,67 @@ def test_a_rerun_on_another_memory_leaves_the_earlier_points_out(traces, tmp_pat
     assert {p["config"]["name"] for p in document["points"]} == {"DDR5-4800B"}
     # the earlier results are still in the journal (nothing a user ran is deleted)
     assert len(ResultsFolder(out).records()) == 12
+
+
+def test_cli_study_input_errors_name_what_is_wrong(traces, tmp_path, capsys):
+    """The review's bad inputs: each a clear error before any work, naming the option."""
+    from main import main
+    t = traces["ddpm"].path
+
+    def err(*argv):
+        assert main(["study", *argv]) == 2
+        return capsys.readouterr().err
+
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    assert ("--out " + str(afile) + " is a file: expected a folder"
+            in err("timing", "--trace", f"a={t}", "--out", str(afile)))
+    assert "flops must be a positive number" in err(
+        "memshare", "--trace", f"a={t},flops=-3", "--out", str(tmp_path / "m"))
+    assert "flops must be a positive number" in err(
+        "memshare", "--trace", f"a={t},flops=nan", "--out", str(tmp_path / "m"))
+    assert "a variant named 'big' was given before" in err(
+        "architecture", "--trace", f"a={t}", "--variant", "big:channels=2", "--variant",
+        "big:channels=4", "--out", str(tmp_path / "v"))
+    assert f"trace 'a': {tmp_path}: a folder, expected a trace file" in err(
+        "timing", "--trace", f"a={tmp_path}", "--out", str(tmp_path / "f"))
+    assert "no preset named 'ddr4-3200' (did you mean 'DDR4-3200'?)" in err(
+        "timing", "--trace", f"a={t}", "--config", "ddr4-3200", "--out", str(tmp_path / "c"))
+    assert "a folder, expected a preset name or a .toml/.ini file" in err(
+        "timing", "--trace", f"a={t}", "--config", str(tmp_path), "--out", str(tmp_path / "c"))
+    with pytest.raises(SystemExit):
+        main(["study", "timing", "--trace", f"a={t}", "--workers", "-1", "--out",
+              str(tmp_path / "w")])
+    assert "expected 0 or a positive integer" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists() and not (tmp_path / "m").exists()
+    # --report names the study the folder holds, and prints its findings
+    out = tmp_path / "cli"
+    assert main(["study", "timing", "--trace", f"ddpm={t},kind=diffusion", "--trace",
+                 f"resnet={traces['resnet'].path}", "--param", "tRCD=10,14", "--workers", "0",
+                 "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert f"--report: {out} holds study 'timing', not 'technology'" in err(
+        "technology", "--report", "--out", str(out))
+    assert main(["study", "--report", "--out", str(out)]) == 0
+    assert "  - ddpm: step time per cycle of tRCD: not tested" in capsys.readouterr().out
+
+
+def test_timing_study_of_an_empty_or_write_only_trace_says_so(tmp_path, capsys):
+    """An empty trace used to crash the analysis (a division by its zero step time); a
+    write-only one by its zero read latency."""
+    from main import main
+    empty = tmp_path / "empty.trace"
+    empty.write_text("")
+    writes = tmp_path / "writes.trace"
+    writes.write_text("".join(f"{64 * i:#x} WRITE {4 * i}\n" for i in range(2000)))
+    for trace, note in ((empty, "a: no request was served at tRCD"), (writes, None)):
+        out = tmp_path / trace.stem
+        assert main(["study", "timing", "--trace", f"a={trace}", "--param", "tRCD=12,16",
+                     "--workers", "0", "--out", str(out)]) == 0
+        document, records = load_results(out)
+        a = get_study("timing").analyse(document, records)
+        if note:
+            assert any(n.startswith(note) for n in a.notes), a.notes
+        else:
+            assert [r[0] for r in a.tables[0].rows] == ["a"]
+        capsys.readouterr()

@@ -13,15 +13,28 @@ def test_findings_without_support_say_no_effect_detected() -> None:
         Finding("y grows by 1 ± 2 %", "slope/y", 1.0, 2.0, "%"),             # CI includes 0
         Finding("z is -3.54x", "ratio/z", -3.54, math.nan, "x"),             # no interval
         Finding("w is inf", "ratio/w", math.inf, 0.1, "x"),                  # not finite
+        Finding("r is 0.76x", "ratio/tRCD", 0.761, 0.419, "x"),             # CI holds 1
+        Finding("q is 1.8x", "ratio/tRP", 1.8, 0.2, "x"),                    # CI excludes 1
+        Finding("a slope", "rel_time_slope/tRCD/ddpm", 0.2, math.nan, "%/cycle"),
         Finding("exact change of a deterministic run", "pct/v", -2.0, None, "%"),
         Finding("a sentence without a number"),
     ])
     texts = [f.text for f in screen_findings(a).findings]
     assert texts[0] == "x grows by 3 ± 1 %"
     assert texts[1].startswith("slope/y: no effect detected (estimate 1 %, 95 % CI -2.92 to")
-    assert "no effect detected" in texts[2] and "-3.54" in texts[2]
-    assert texts[3] == "ratio/w: no effect detected (the estimate is not finite)"
-    assert texts[4:] == ["exact change of a deterministic run", "a sentence without a number"]
+    assert texts[1].endswith("which includes 0)")
+    # no interval: not tested (it was "no effect detected", which the data cannot say)
+    assert texts[2].startswith("z: diffusion/CNN step-time sensitivity ratio: not tested "
+                               "(estimate -3.54 x; too few points for an interval")
+    assert texts[3] == ("w: diffusion/CNN step-time sensitivity ratio: not tested (the "
+                        "estimate is not finite)")
+    # a ratio's "no effect" is 1, not 0 (0.761 +- 1.96 x 0.419 holds 1 but not 0)
+    assert texts[4] == ("tRCD: diffusion/CNN step-time sensitivity ratio: no effect detected "
+                        "(estimate 0.761 x, 95 % CI -0.0602 to 1.58, which includes 1)")
+    assert texts[5] == "q is 1.8x"
+    # the subject in words, not the finding's key
+    assert texts[6].startswith("ddpm: step time per cycle of tRCD: not tested (estimate 0.2")
+    assert texts[7:] == ["exact change of a deterministic run", "a sentence without a number"]
     assert not any("nan" in t for t in texts)
 
 

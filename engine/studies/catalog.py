@@ -151,28 +151,64 @@ def _colors(n: int) -> list[Any]:
 
 
 # ---- study base ---------------------------------------------------------------------------
+#: what a finding's key stands for, in words (fields: the key's parts after the kind)
+FINDING_SUBJECTS = {
+    "rel_time_slope": "{1}: step time per cycle of {0}",
+    "ratio": "{0}: diffusion/CNN step-time sensitivity ratio",
+    "latency_ratio": "{0}: diffusion/CNN read-latency sensitivity ratio",
+    "delta_energy": "{0}: energy vs the baseline",
+    "delta_io": "{0}: IO energy vs the baseline",
+    "energy_per_hit": "{0}: energy per +1 % of row-hit rate",
+    "conflict_share": "{0}: share of the energy caused by row conflicts",
+    "efficiency": "{0}: energy efficiency from batch {1}",
+    "dram_time_share": "{0} on {1}: DRAM share of the step time",
+    "recommendation": "{0} on {1}",
+}
+#: kinds of finding whose "no effect" value is 1 (a ratio), not 0
+RATIO_FINDINGS = ("ratio", "latency_ratio")
+
+
+def finding_subject(key: str | None) -> str:
+    """A finding's key ("rel_time_slope/tRCD/ddpm") as the words a report shows."""
+    if not key:
+        return "finding"
+    kind, *parts = key.split("/")
+    form = FINDING_SUBJECTS.get(kind)
+    if form is None:
+        return key
+    try:
+        return form.format(*parts)
+    except IndexError:
+        return key
+
+
 def screen_findings(a: Analysis) -> Analysis:
-    """Replace every finding whose estimate is not finite, or whose 95 % interval includes
-    zero (or cannot be computed), by "no effect detected" with the estimate and interval, so
-    a report never states an effect its data do not support.  Findings without an error are
-    exact differences of deterministic runs and are kept when finite."""
+    """Replace every finding whose estimate is not finite, whose 95 % interval includes
+    zero (one, for a ratio), or whose interval cannot be computed, by what the data do
+    support: "no effect detected" with the estimate and interval, or "not tested" with the
+    estimate, so a report never states an effect its data do not support. Findings without
+    an error are exact differences of deterministic runs and are kept when finite."""
     out = []
     for f in a.findings:
         if f.value is None:
             out.append(f)
             continue
-        subject = f.key or "finding"
+        subject = finding_subject(f.key)
         unit = f" {f.unit}" if f.unit else ""
+        null = 1.0 if (f.key or "").split("/")[0] in RATIO_FINDINGS else 0.0
         if not math.isfinite(f.value):
-            out.append(Finding(f"{subject}: no effect detected (the estimate is not finite)",
+            out.append(Finding(f"{subject}: not tested (the estimate is not finite)",
                                f.key, None, None, f.unit))
         elif f.error is not None and not math.isfinite(f.error):
-            out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}; "
-                               "too few points for an interval)", f.key, None, None, f.unit))
-        elif f.error is not None and abs(f.value) <= fits.Z95 * f.error:
+            out.append(Finding(f"{subject}: not tested (estimate {f.value:.3g}{unit}; too "
+                               "few points for an interval: 3 or more swept values, or "
+                               "more than one workload, give one)",
+                               f.key, None, None, f.unit))
+        elif f.error is not None and abs(f.value - null) <= fits.Z95 * f.error:
             lo, hi = f.value - fits.Z95 * f.error, f.value + fits.Z95 * f.error
             out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}, "
-                               f"95 % CI {lo:.3g} to {hi:.3g})", f.key, None, None, f.unit))
+                               f"95 % CI {lo:.3g} to {hi:.3g}, which includes {null:g})",
+                               f.key, None, None, f.unit))
         else:
             out.append(f)
     a.findings = out
@@ -326,6 +362,10 @@ class TimingSensitivity(Study):
                 x = [r.tags["value"] for r in pts]
                 base = pts[0].tags["base"]
                 ref = min(pts, key=lambda r: abs(r.tags["value"] - base))
+                if not (ref.m.get("reads", 0) + ref.m.get("writes", 0)) > 0:
+                    a.notes.append(f"{label}: no request was served at {param} = "
+                                   f"{ref.tags['value']} (an empty trace?): no sensitivity")
+                    continue
                 ft = fits.fit_line(x, [r.m["step_time_ns"] for r in pts])
                 fe = fits.fit_line(x, [r.m["energy_total_pJ"] for r in pts])
                 fl = fits.fit_line(x, [r.m["avg_read_latency_ns"] for r in pts])
@@ -335,7 +375,9 @@ class TimingSensitivity(Study):
                 kind = pts[0].trace.get("kind", "")
                 rel[param, label] = (rel_t, rel_t_se, kind)
                 l0 = ref.m["avg_read_latency_ns"]
-                rel_lat[param, label] = (100 * fl.slope / l0, 100 * fl.slope_se / l0, kind)
+                if l0 > 0:                      # (0: no read served, a write-only trace)
+                    rel_lat[param, label] = (100 * fl.slope / l0, 100 * fl.slope_se / l0,
+                                             kind)
                 table.rows.append([label, kind, param, fits.fmt_pm(ft.slope, ft.slope_se),
                                    fits.fmt_pm(rel_t, rel_t_se), fits.fmt_pm(fe.slope, fe.slope_se),
                                    fits.fmt_pm(rel_e, rel_e_se), fits.fmt_pm(fl.slope, fl.slope_se),

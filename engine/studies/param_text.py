@@ -60,6 +60,9 @@ def parse_variant_items(items: Sequence[str],
         if not overrides:
             raise StudyError(f"{what} {item!r}: expected NAME:KEY=VALUE,KEY=VALUE "
                              f"(no KEY=VALUE given)")
+        if vname.strip() in table:
+            raise StudyError(f"{what} {item!r}: a variant named {vname.strip()!r} was given "
+                             "before: every variant needs its own name")
         table[vname.strip()] = overrides
     return table
 

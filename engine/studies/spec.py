@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -73,7 +74,9 @@ class TraceInput:
         """This input with an absolute path, a kind and the file's digest; checks the file."""
         p = Path(self.path).expanduser().absolute()
         if not p.is_file():
-            raise StudyError(f"trace '{self.label}': {p}: no such file")
+            raise StudyError(f"trace '{self.label}': {p}: "
+                             + ("a folder, expected a trace file" if p.is_dir()
+                                else "no such file"))
         meta = trace_metadata(p, self.group)
         batch = self.batch if self.batch is not None else meta.get("batch")
         flops = self.flops if self.flops is not None else meta.get("flops")
@@ -127,6 +130,10 @@ class TraceInput:
                     from None
         if values.get("batch") is not None and values["batch"] <= 0:
             raise StudyError(f"--trace {text!r}: batch must be positive")
+        if values.get("flops") is not None and not (math.isfinite(values["flops"])
+                                                    and values["flops"] > 0):
+            raise StudyError(f"--trace {text!r}: flops must be a positive number (the "
+                             "step's floating-point operations)")
         return cls(label=label.strip(), path=path.strip(), **values)
 
 

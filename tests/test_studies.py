@@ -260,15 +260,15 @@ def test_cli_runs_lists_and_rebuilds(traces, tmp_path, capsys):
     assert all(name in listed for name in STUDIES)
     out = tmp_path / "cli"
     args = ["study", "timing", "--trace", f"ddpm={traces['ddpm'].path},kind=diffusion",
-            "--trace", f"resnet={traces['resnet'].path}", "--param", "tRCD=10,12,14",
+            "--trace", f"resnet={traces['resnet'].path}", "--param", "tRCD=10,12,14,16,18",
             "--workers", "0", "--out", str(out)]
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "6 points: 6 simulated, 0 reused" in text and "as sensitive as the CNN" in text
+    assert "10 points: 10 simulated, 0 reused" in text and "as sensitive as the CNN" in text
     assert main(args) == 0
-    assert "0 simulated, 6 reused" in capsys.readouterr().out
+    assert "0 simulated, 10 reused" in capsys.readouterr().out
     doc = json.loads((out / "study.json").read_text())
-    assert doc["study"] == "timing" and len(doc["points"]) == 6
+    assert doc["study"] == "timing" and len(doc["points"]) == 10
     (out / "report.html").unlink()
     assert main(["study", "--report", "--out", str(out)]) == 0
     assert (out / "report.html").is_file()

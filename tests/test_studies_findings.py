@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from engine.studies.catalog import Analysis, Finding, screen_findings
 from engine.studies.report import table_lines
 
@@ -53,3 +55,22 @@ def test_wide_tables_wrap_instead_of_being_cut() -> None:
     for i in range(12):                       # every column and cell is somewhere
         assert f"column number {i}" in text and f"{i * 1.2345:.4f} ± 0.01" in text
     assert text.count("continued") >= 1 and text.count("resnet50") >= 2
+
+
+def test_small_samples_take_student_t_not_the_normal_quantile() -> None:
+    """A 3-point sweep's slope has 1 degree of freedom: its 95 % interval is 12.7 standard
+    errors wide each side, not 1.96 (the intervals were ~6x too narrow)."""
+    from engine.studies import fits
+    assert fits.t975(1) == 12.706 and fits.t975(3) == 3.182 and fits.t975(None) == fits.Z95
+    assert fits.t975(11) == fits.t975(10) and fits.t975(45) == fits.Z95
+    assert math.isnan(fits.t975(0))
+    f = fits.fit_line([10, 12, 14], [100.0, 103.0, 104.5])
+    lo, hi = f.slope_ci95
+    assert f.dof == 1 and (hi - f.slope) == pytest.approx(12.706 * f.slope_se)
+    # the same estimate and error: an effect with 30 degrees of freedom, none with 2
+    many = Finding("x grows", "slope/x", 3.0, 1.0, "%", dof=30)
+    few = Finding("x grows", "slope/x", 3.0, 1.0, "%", dof=2)
+    texts = [g.text for g in screen_findings(Analysis("t", findings=[many, few])).findings]
+    assert texts[0] == "x grows"
+    assert texts[1] == ("slope/x: no effect detected (estimate 3 %, 95 % CI -1.3 to 7.3, "
+                        "which includes 0)")

@@ -35,6 +35,7 @@ class Finding:
     value: float | None = None
     error: float | None = None
     unit: str = ""
+    dof: int | None = None      # degrees of freedom of the error (None: large-sample)
 
 
 @dataclass
@@ -199,13 +200,15 @@ def screen_findings(a: Analysis) -> Analysis:
         if not math.isfinite(f.value):
             out.append(Finding(f"{subject}: not tested (the estimate is not finite)",
                                f.key, None, None, f.unit))
-        elif f.error is not None and not math.isfinite(f.error):
+        elif f.error is not None and not (math.isfinite(f.error)
+                                          and math.isfinite(fits.t975(f.dof))):
             out.append(Finding(f"{subject}: not tested (estimate {f.value:.3g}{unit}; too "
                                "few points for an interval: 3 or more swept values, or "
                                "more than one workload, give one)",
                                f.key, None, None, f.unit))
-        elif f.error is not None and abs(f.value - null) <= fits.Z95 * f.error:
-            lo, hi = f.value - fits.Z95 * f.error, f.value + fits.Z95 * f.error
+        elif f.error is not None and abs(f.value - null) <= fits.t975(f.dof) * f.error:
+            h = fits.t975(f.dof) * f.error
+            lo, hi = f.value - h, f.value + h
             out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}, "
                                f"95 % CI {lo:.3g} to {hi:.3g}, which includes {null:g})",
                                f.key, None, None, f.unit))
@@ -373,11 +376,11 @@ class TimingSensitivity(Study):
                 rel_t, rel_t_se = 100 * ft.slope / t0, 100 * ft.slope_se / t0
                 rel_e, rel_e_se = 100 * fe.slope / e0, 100 * fe.slope_se / e0
                 kind = pts[0].trace.get("kind", "")
-                rel[param, label] = (rel_t, rel_t_se, kind)
+                rel[param, label] = (rel_t, rel_t_se, kind, ft.dof)
                 l0 = ref.m["avg_read_latency_ns"]
                 if l0 > 0:                      # (0: no read served, a write-only trace)
                     rel_lat[param, label] = (100 * fl.slope / l0, 100 * fl.slope_se / l0,
-                                             kind)
+                                             kind, fl.dof)
                 table.rows.append([label, kind, param, fits.fmt_pm(ft.slope, ft.slope_se),
                                    fits.fmt_pm(rel_t, rel_t_se), fits.fmt_pm(fe.slope, fe.slope_se),
                                    fits.fmt_pm(rel_e, rel_e_se), fits.fmt_pm(fl.slope, fl.slope_se),
@@ -386,7 +389,7 @@ class TimingSensitivity(Study):
                     f"{label}: step time changes by {fits.fmt_pm(rel_t, rel_t_se, '%')} per "
                     f"cycle of {param} ({fits.fmt_pm(ft.slope, ft.slope_se, 'ns')}/cycle), "
                     f"energy by {fits.fmt_pm(rel_e, rel_e_se, '%')} per cycle",
-                    f"rel_time_slope/{param}/{label}", rel_t, rel_t_se, "%/cycle"))
+                    f"rel_time_slope/{param}/{label}", rel_t, rel_t_se, "%/cycle", ft.dof))
             for table_, what, key in ((rel, "step-time", "ratio"),
                                       (rel_lat, "read-latency", "latency_ratio")):
                 diff = [v for (p, _), v in table_.items() if p == param and v[2] == "diffusion"]
@@ -395,27 +398,31 @@ class TimingSensitivity(Study):
                     continue
                 d, d_se = _mean_se([v[0] for v in diff], [v[1] for v in diff])
                 c, c_se = _mean_se([v[0] for v in cnn], [v[1] for v in cnn])
+                # (the fewest degrees of freedom among the slopes: the widest interval)
+                dof = min(v[3] for v in diff + cnn)
+                crit = fits.t975(dof)
                 weak = [name for name, v, se in (("diffusion", d, d_se), ("CNN", c, c_se))
                         if not (math.isfinite(v) and math.isfinite(se)
-                                and abs(v) > fits.Z95 * se)]
+                                and abs(v) > crit * se)]
                 if weak:
                     a.findings.append(Finding(
                         f"{param}: diffusion/CNN {what} sensitivity ratio: no effect detected "
                         f"(the {' and '.join(weak)} slope's 95 % interval includes zero or "
                         f"cannot be computed: diffusion {fits.fmt_pm(d, d_se)}, CNN "
-                        f"{fits.fmt_pm(c, c_se)} %/cycle)", f"{key}/{param}"))
+                        f"{fits.fmt_pm(c, c_se)} %/cycle, ± one standard error)",
+                        f"{key}/{param}"))
                     continue
                 try:
                     r = fits.ratio(d, d_se, c, c_se)
                 except StudyError as exc:
                     a.notes.append(f"{param}: no diffusion/CNN {what} ratio: {exc}")
                     continue
-                lo, hi = r.ci95
+                lo, hi = r.value - crit * r.se, r.value + crit * r.se
                 a.findings.append(Finding(
                     f"{param}: diffusion workloads are {r.value:.2f}x as sensitive as the "
                     f"CNN baseline (relative {what} slope {d:.3g} vs {c:.3g} %/cycle; 95 % CI "
                     f"of the ratio {lo:.2f} to {hi:.2f}; {len(diff)} diffusion vs "
-                    f"{len(cnn)} CNN trace(s))", f"{key}/{param}", r.value, r.se, "x"))
+                    f"{len(cnn)} CNN trace(s))", f"{key}/{param}", r.value, r.se, "x", dof))
         a.tables.append(table)
         for param in params:
             a.figures.append(FigureSpec(
@@ -530,7 +537,7 @@ class VariantStudy(Study):
                 f"{base} (mean over {len(dts)} workload(s)"
                 + (f"; ± {spread(dts):.1f} / ± {spread(des):.1f} % standard error across "
                    "workloads)" if len(dts) > 1 else ")"),
-                f"delta_energy/{n}", float(np.mean(des)), spread(des), "%"))
+                f"delta_energy/{n}", float(np.mean(des)), spread(des), "%", len(des) - 1))
         a.figures.append(FigureSpec(
             "Variants compared",
             f"Change of step time, total energy and row-hit rate relative to '{base}', per "
@@ -837,7 +844,8 @@ class HotSpots(VariantStudy):
                 f"{label}: each +1 % of row-hit rate changes energy by "
                 f"{fits.fmt_pm(100 * f.slope / e0, 100 * f.slope_se / e0, '%')} "
                 f"(least squares over {len(pts)} variants, R² {f.r2:.2f})",
-                f"energy_per_hit/{label}", 100 * f.slope / e0, 100 * f.slope_se / e0, "%"))
+                f"energy_per_hit/{label}", 100 * f.slope / e0, 100 * f.slope_se / e0, "%",
+                f.dof))
         a.tables.append(fit_table)
         self._variant_tables(rows, a)
         a.figures.append(FigureSpec(

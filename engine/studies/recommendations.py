@@ -77,20 +77,6 @@ DEFAULT_PLATFORMS = ("DDR4-3200@8ch", "HBM2")
 #: parameters given as text on the command line (the others are memory-config fields)
 TEXT_PARAMS = ("configs", "segments", "segment_requests", "sram_kib", "sram_policy",
                "min_effect_pct", "commands")
-#: Student t, two-sided 95 %, by degrees of freedom
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
-
-
-def t975(df: int) -> float:
-    if df <= 0:
-        return float("nan")
-    if df in _T975:
-        return _T975[df]
-    below = [k for k in _T975 if k < df]
-    return _T975[max(below)] if df <= 30 else fits.Z95
-
-
 # ---- verdicts ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Change:
@@ -119,7 +105,7 @@ def paired_change(variant: Sequence[float], base: Sequence[float]) -> Change:
         return Change(100 * r, float("nan"), float("nan"), n)
     resid = (v - b) - r * b
     se = math.sqrt(n / (n - 1) * float(np.sum(resid ** 2))) / sb
-    h = t975(n - 1) * se
+    h = fits.t975(n - 1) * se
     return Change(100 * r, 100 * (r - h), 100 * (r + h), n)
 
 

@@ -291,6 +291,17 @@ def cmd_build_kernel(args: argparse.Namespace) -> int:
 
 
 # ==== study ====================================================================================
+def _print_analysis(document: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """A study's findings, then its notes (what limits them), as the report has them."""
+    from engine.studies import get_study
+
+    analysis = get_study(document["study"]).analyse(document, records)
+    for f in analysis.findings:
+        print(f"  - {f.text}")
+    for n in analysis.notes:
+        print(f"  note: {n}")
+
+
 def cmd_study(args: argparse.Namespace) -> int:
     from engine.studies import (STUDIES, StudySetup, TraceInput, load_project_study,
                                 load_results, render_report, run_study)
@@ -327,9 +338,7 @@ def cmd_study(args: argparse.Namespace) -> int:
                     raise StudyError(f"--report: {args.out} holds study "
                                      f"'{document.get('study')}', not '{args.name}'")
             files = render_report(document, records, out)
-            from engine.studies import get_study
-            for f in get_study(document["study"]).analyse(document, records).findings:
-                print(f"  - {f.text}")
+            _print_analysis(document, records)
             print(f"report written: {files.html}, {files.pdf} ({files.pdf_pages} pages)")
             return 0
         if not args.name:
@@ -372,9 +381,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         else:
             document, records = load_results(args.out)
         files = render_report(document, records, Path(args.out or "."))
-        from engine.studies import get_study
-        for f in get_study(document["study"]).analyse(document, records).findings:
-            print(f"  - {f.text}")
+        _print_analysis(document, records)
         print(f"report written: {files.html}, {files.pdf}")
         failed = sum(1 for r in records if r.get("status") != "ok")
         return 1 if failed else 0

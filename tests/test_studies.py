@@ -432,3 +432,24 @@ def test_timing_study_of_an_empty_or_write_only_trace_says_so(tmp_path, capsys):
         else:
             assert [r[0] for r in a.tables[0].rows] == ["a"]
         capsys.readouterr()
+
+
+def test_points_capped_or_paced_by_their_trace_are_noted(tmp_path, capsys):
+    """A step time that is the cycle cap, or the trace's own length (the memory kept up with
+    its arrival times), does not measure the memory: the analysis says so (the review saw
+    exact 'no effect' findings with nothing beside them)."""
+    from main import main
+    sparse = tmp_path / "sparse.trace"
+    sparse.write_text("".join(f"{4096 * i:#x} READ {1000 * i}\n" for i in range(300)))
+    for name, extra, note in (
+            ("capped", ["--cycles", "20000"], "3 of 3 points stopped at the cycle cap "
+                                              "(20000 cycles) before their trace was done"),
+            ("paced", [], "every point kept up with its trace's arrival times")):
+        out = tmp_path / name
+        assert main(["study", "timing", "--trace", f"a={sparse}", "--param", "tRCD=12,16,20",
+                     "--workers", "0", "--out", str(out), *extra]) == 0
+        assert f"  note: {note}" in capsys.readouterr().out
+    # saturated arrival: neither note
+    assert main(["study", "timing", "--trace", f"a={sparse}", "--param", "tRCD=12,16,20",
+                 "--arrival", "saturate", "--workers", "0", "--out", str(tmp_path / "sat")]) == 0
+    assert "note:" not in capsys.readouterr().out

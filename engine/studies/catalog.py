@@ -127,6 +127,24 @@ def join(document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
     if missing:
         notes.append(f"{missing} of {len(points)} points have no result (not run yet, failed "
                      "or interrupted); the findings use the others")
+    capped = [r for r in rows if points[r.point_id].get("cycles")
+              and r.m["cycles"] >= int(points[r.point_id]["cycles"])]
+    if capped:
+        notes.append(f"{len(capped)} of {len(rows)} points stopped at the cycle cap "
+                     f"({int(points[capped[0].point_id]['cycles'])} cycles) before their "
+                     "trace was done: their step time is the cap, not the workload's, and a "
+                     "difference between them shows only in what was served; raise or drop "
+                     "--cycles")
+    paced = [r for r in rows if points[r.point_id].get("arrival", "trace") == "trace"
+             and r.m.get("frontend_lag_cycles") is not None
+             and r.m["frontend_lag_cycles"] < 1.0]
+    if paced:
+        who = "every point" if len(paced) == len(rows) else \
+            f"{len(paced)} of {len(rows)} points"
+        notes.append(f"{who} kept up with its trace's arrival times (requests waited less "
+                     "than a cycle on average to enter the memory): such a step time is the "
+                     "trace's own length, which no memory change shortens; --arrival "
+                     "saturate measures the memory's service time")
     return rows, notes
 
 

@@ -77,6 +77,8 @@ def summarise(cfg: Any, stats: Any) -> dict[str, Any]:
         "config": s["config"], "protocol": s["protocol"], "tCK_ns": float(s["tCK_ns"]),
         "cycles": int(s["num_cycles"]),
         "step_time_ns": float(s["simulated_time_ns"]),
+        # how long requests waited to enter the memory (0: it kept up with the trace)
+        "frontend_lag_cycles": float(s.get("frontend_mean_lag_cycles", 0.0)),
         "reads": reads, "writes": writes, "bytes": bytes_moved,
         "avg_read_latency_cycles": float(s["average_read_latency"]),
         "avg_read_latency_ns": float(s["average_read_latency_ns"]),

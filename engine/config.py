@@ -542,7 +542,15 @@ class MemoryConfig:
         new = dataclasses.replace(self, **changes)
         new._attach(self._path, {k: v for k, v in self._lines.items() if k not in changes})
         new._load_warnings = list(self._load_warnings)
-        new.validate()
+        try:
+            new.validate()
+        except ConfigError as exc:
+            if exc.key not in changes:
+                raise
+            # the bad value is the caller's, not the file's: say so rather than name a line
+            # of the file as its source
+            base = f" (given on top of {self._path})" if self._path is not None else ""
+            raise ConfigError(f"{exc.detail}{base}", key=exc.key) from None
         return new
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ class ConfigError(DiffMemError):
         self.path = Path(path) if path is not None else None
         self.line = line
         self.key = key
+        self.detail = message           # what is wrong, without where
         where = []
         if self.path is not None:
             where.append(str(self.path) + (f":{line}" if line is not None else ""))

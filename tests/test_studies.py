@@ -396,6 +396,16 @@ def test_cli_study_input_errors_name_what_is_wrong(traces, tmp_path, capsys):
         "timing", "--trace", f"a={t}", "--config", "ddr4-3200", "--out", str(tmp_path / "c"))
     assert "a folder, expected a preset name or a .toml/.ini file" in err(
         "timing", "--trace", f"a={t}", "--config", str(tmp_path), "--out", str(tmp_path / "c"))
+    bad = tmp_path / "bad.trace"
+    bad.write_text("0x40 READ 0\n0x80 READ 1\n0xc0 RAED 2\n")
+    said = err("timing", "--trace", f"a={bad}", "--param", "tRCD=10,12,14", "--out",
+               str(tmp_path / "b"))
+    # once, before any point ran (it was the same error from every point, twice each)
+    assert said.count("RAED") == 1 and f"trace 'a': {bad}:3: unknown request type" in said
+    assert not (tmp_path / "b").exists()
+    # a value given on the command line is not blamed on the preset file
+    assert "key 'tRP': tRP = -1: expected a non-negative value" in err(
+        "timing", "--trace", f"a={t}", "--set", "tRP=-1", "--out", str(tmp_path / "s"))
     with pytest.raises(SystemExit):
         main(["study", "timing", "--trace", f"a={t}", "--workers", "-1", "--out",
               str(tmp_path / "w")])

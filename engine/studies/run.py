@@ -46,6 +46,7 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
     points = study.points(setup)
     if not points:
         raise StudyError(f"study '{name}': the setup gives no points")
+    check_trace_heads(points)
     for line in unplaceable(points):
         log.warning("study '%s': %s", name, line)
     document = study_document(name, setup.to_dict(), [p.to_dict() for p in points])
@@ -61,6 +62,30 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
                          progress=progress, cancel=cancel, security=security)
     reused = len(before & {p.point_id for p in points})
     return StudyOutcome(document, records, len(records) - reused, reused)
+
+
+#: requests read from the start of each trace before a study runs
+HEAD_REQUESTS = 4096
+
+
+def check_trace_heads(points: list[Point]) -> None:
+    """Read the first HEAD_REQUESTS requests of every trace the points replay, once each,
+    before anything runs: a malformed file is one clear error, not the same error from every
+    point (errors deeper in a file still fail the points that reach them, each with the
+    file's line)."""
+    from engine.errors import DiffMemError
+    from engine.trace import iter_trace
+    seen: set[tuple[str, str]] = set()
+    for p in points:
+        path, group = str(p.trace.get("path")), str(p.trace.get("group") or "trace")
+        if (path, group) in seen or p.trace.get("placement_error"):
+            continue
+        seen.add((path, group))
+        try:
+            for _ in iter_trace(path, chunk_size=HEAD_REQUESTS, group=group):
+                break
+        except DiffMemError as exc:
+            raise StudyError(f"trace '{p.trace.get('label')}': {exc}") from None
 
 
 def unplaceable(points: list[Point]) -> list[str]:

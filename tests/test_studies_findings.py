@@ -74,3 +74,26 @@ def test_small_samples_take_student_t_not_the_normal_quantile() -> None:
     assert texts[0] == "x grows"
     assert texts[1] == ("slope/x: no effect detected (estimate 3 %, 95 % CI -1.3 to 7.3, "
                         "which includes 0)")
+
+
+def test_a_slope_resting_on_one_variant_is_noted() -> None:
+    """Seven variants at ~99 % row hits and one (close page) at 0 %: the energy-vs-hits
+    line joins two clusters, which the hotspots analysis now says; an even spread does not."""
+    import numpy as np
+
+    from engine.studies import fits
+    from engine.studies.catalog import Row, _leverage_note
+
+    def rows(hits, energy):
+        return [Row(str(i), {"label": "w"}, {"variant": f"v{i}", "order": i},
+                    {"energy_total_pJ": e}) for i, e in enumerate(energy)]
+
+    hits = np.array([99.0, 99.1, 99.05, 98.95, 99.1, 99.0, 99.08, 0.0])
+    energy = [100.0, 117.0, 101.0, 99.0, 98.0, 100.5, 99.5, 480.0]
+    f = fits.fit_line(hits, energy)
+    note = _leverage_note("w", rows(hits, energy), hits, 100.0, f)
+    assert note.startswith("w: the energy-vs-row-hit slope rests on the variant 'v7' (row "
+                           "hits 0.0 %): without it,")
+    even = np.linspace(50, 99, 8)
+    line = [400.0 - 3.0 * h + (0.5 if i % 2 else -0.5) for i, h in enumerate(even)]
+    assert _leverage_note("w", rows(even, line), even, 100.0, fits.fit_line(even, line)) == ""

@@ -201,6 +201,34 @@ def finding_subject(key: str | None) -> str:
         return key
 
 
+def _leverage_note(label: str, pts: Sequence[Row], hr: np.ndarray, e0: float,
+                   f: fits.LineFit) -> str:
+    """A note when the energy-vs-row-hit line rests on one variant: dropped, the slope
+    changes sign or by more than half (e.g. close page, far from the others' hit rates,
+    against a cluster of variants with nearly the same rate); '' otherwise."""
+    if len(pts) < 4:
+        return ""
+    e = np.array([r.m["energy_total_pJ"] for r in pts])
+    worst, worst_slope = None, f.slope
+    for i in range(len(pts)):
+        keep = np.arange(len(pts)) != i
+        if np.ptp(hr[keep]) < 1e-9:
+            worst, worst_slope = i, float("nan")
+            break
+        g = fits.fit_line(hr[keep], e[keep])
+        if np.sign(g.slope) != np.sign(f.slope) or abs(g.slope - f.slope) > 0.5 * abs(f.slope):
+            if worst is None or abs(g.slope - f.slope) > abs(worst_slope - f.slope):
+                worst, worst_slope = i, g.slope
+    if worst is None:
+        return ""
+    v = pts[worst].tags.get("variant", "?")
+    without = ("no fit (the others share one row-hit rate)" if not math.isfinite(worst_slope)
+               else f"{100 * worst_slope / e0:.3g} %")
+    return (f"{label}: the energy-vs-row-hit slope rests on the variant '{v}' (row hits "
+            f"{hr[worst]:.1f} %): without it, {without} per +1 % of row hits; the line joins "
+            "clusters of variants rather than following a trend")
+
+
 def screen_findings(a: Analysis) -> Analysis:
     """Replace every finding whose estimate is not finite, whose 95 % interval includes
     zero (one, for a ratio), or whose interval cannot be computed, by what the data do
@@ -864,6 +892,9 @@ class HotSpots(VariantStudy):
                 f"(least squares over {len(pts)} variants, R² {f.r2:.2f})",
                 f"energy_per_hit/{label}", 100 * f.slope / e0, 100 * f.slope_se / e0, "%",
                 f.dof))
+            lever = _leverage_note(label, pts, hr, e0, f)
+            if lever:
+                a.notes.append(lever)
         a.tables.append(fit_table)
         self._variant_tables(rows, a)
         a.figures.append(FigureSpec(

@@ -463,3 +463,17 @@ def test_points_capped_or_paced_by_their_trace_are_noted(tmp_path, capsys):
     assert main(["study", "timing", "--trace", f"a={sparse}", "--param", "tRCD=12,16,20",
                  "--arrival", "saturate", "--workers", "0", "--out", str(tmp_path / "sat")]) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+def test_batch_study_says_why_traces_were_not_paired(traces, tmp_path, capsys):
+    from main import main
+    assert main(["study", "batch", "--trace", f"d1={traces['ddpm'].path},batch=2", "--trace",
+                 f"d4={traces['ddpm-b4'].path},batch=4", "--workers", "0", "--out",
+                 str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "  note: no batch comparison for d1, d4: a model's traces are paired by label" in out
+    assert main(["study", "batch", "--trace", f"ddpm={traces['ddpm'].path},batch=2",
+                 "--trace", f"ddpm-b4={traces['ddpm-b4'].path},batch=4", "--workers", "0",
+                 "--out", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "ddpm: batch 2 → 4: energy efficiency" in out and "no batch comparison" not in out

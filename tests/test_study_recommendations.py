@@ -131,6 +131,13 @@ def test_recommendations_study_end_to_end(tmp_path, monkeypatch):
     sram_rows = [r for r in a.tables[0].rows if r[1] == "attention SRAM"]
     assert sram_rows and all("net" in r[11] and "read hits" in r[11] for r in sram_rows)
     assert any("not applicable" in f.text for f in a.findings)
+    # every recommendation has a line on every platform: a result or why there is none
+    for i, (rec, *_) in enumerate(RECOMMENDATIONS, start=1):
+        for plat in ("DDR4-3200@2ch", "HBM2"):
+            assert any(f.text.startswith(f"{i}. {rec} ") and f" on {plat}: " in f.text
+                       for f in a.findings), (rec, plat)
+    assert any(f.text.startswith("6. 2 KB row buffer on HBM2: not applicable (the "
+                                 "platform's page is 2 KB or more already") for f in a.findings)
     # a second run with other parameters into the same folder: the report uses its own points
     setup2 = StudySetup(traces=traces, params={"configs": ["DDR4-3200@2ch"], "segments": ["2"],
                                                "sram_kib": ["64"]}, arrival="saturate")

@@ -977,7 +977,8 @@ class BatchSize(Study):
     name = "batch"
     title = "Batch size"
     description = ("the same model's traces at several batch sizes (each --trace with "
-                   "batch=N): energy per sample, time per sample and row locality")
+                   "batch=N; a model's traces are paired by label: NAME-bN, e.g. ddpm-b64 "
+                   "and ddpm-b128): energy per sample, time per sample and row locality")
     params_help = "no parameters (the traces carry batch=N)"
 
     def points(self, setup: StudySetup) -> list[Point]:
@@ -1022,6 +1023,13 @@ class BatchSize(Study):
                     f"{fits.pct_change(e_hi, e_lo):+.1f} %, row-hit rate "
                     f"{100 * lo.m['row_hit_rate']:.1f} → {100 * hi.m['row_hit_rate']:.1f} %",
                     f"efficiency/{fam}/{lo.tags['batch']}-{hi.tags['batch']}", gain, None, "%"))
+        single = [fam for fam in fams
+                  if len({r.tags["batch"] for r in rows if r.tags["family"] == fam}) < 2]
+        if single:
+            a.notes.append(f"no batch comparison for {', '.join(single)}: a model's traces "
+                           "are paired by label, the model's name with a batch suffix "
+                           "(ddpm-b64 and ddpm-b128, or ddpm and ddpm-b128), and each of "
+                           "these has one batch size")
         a.tables.append(table)
         a.figures.append(FigureSpec("Energy per sample and row locality vs batch size",
                                     "Energy per sample (left) and row-hit rate (right) per "

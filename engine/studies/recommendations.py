@@ -202,6 +202,18 @@ def platform_config(name: str, overrides: Mapping[str, Any]) -> Any:
     return with_overrides(cfg, overrides)
 
 
+#: why a recommendation has no result on a platform (RecommendationsStudy.variants leaves
+#: it out there, or it needs what the traces lack)
+NOT_RUN = {
+    "3D-stacked DRAM": "not applicable (the platform is 3D-stacked already).",
+    "2 KB row buffer": "not applicable (the platform's page is 2 KB or more already, or 2 KB "
+                       "is not a whole number of its pages).",
+    "attention SRAM": "not run: no trace has requests tagged as attention, which the SRAM "
+                      "model holds (traces from `python main.py trace` carry the tags).",
+    "bank-interleaved layout": "not applicable (XOR bank interleave is on already).",
+}
+
+
 def _page_2kb(cfg: Any) -> dict[str, Any] | None:
     page = cfg.page_size_bytes
     if page >= 2048:
@@ -415,9 +427,9 @@ class Recommendations(Study):
                 hits = [(label, res) for (pp, label, rr), res in results.items()
                         if pp == p and rr == rec]
                 if not hits:
-                    if rec == "3D-stacked DRAM" and p.upper().startswith("HBM"):
-                        a.findings.append(Finding(f"{i}. {rec} on {p}: not applicable (the "
-                                                  "platform is 3D-stacked already)."))
+                    a.findings.append(Finding(f"{i}. {rec} on {p}: "
+                                              + NOT_RUN.get(rec, "not run (no point of it "
+                                                            "finished)")))
                     continue
                 aimed = [(lb, r) for lb, r in hits if _targets(target, r["family"])]
                 use = aimed or hits

@@ -48,7 +48,10 @@ def test_ctrl_c_on_a_study_exits_with_interrupted_and_keeps_what_was_stored(
         [sys.executable, str(ROOT / "main.py"), "study", "timing", "--trace",
          f"a={trace}", "--param", f"tRP={values}", "--workers", "2", "--out", str(out)],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        start_new_session=True,
+        # (a shell's background job ignores SIGINT, and its children inherit that: Python
+        # then installs no Ctrl-C handler; a terminal's foreground job has the default)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         journal = out / "results.jsonl"
         while proc.poll() is None and not (journal.is_file() and journal.read_text()):

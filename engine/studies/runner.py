@@ -168,8 +168,14 @@ def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         proc.terminate()
+    # (polled, not joined: the pool's own thread may hold the processes' sentinels, and a
+    # join then returned at once with a worker still alive)
+    deadline = time.monotonic() + 10.0
+    while any(proc.is_alive() for proc in procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
     for proc in procs:
-        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.kill()
 
 
 def _dask(points: Sequence[dict[str, Any]], cluster: Any, cancel: CancelFn | None, *,

@@ -477,3 +477,16 @@ def test_batch_study_says_why_traces_were_not_paired(traces, tmp_path, capsys):
                  "--out", str(tmp_path / "p")]) == 0
     out = capsys.readouterr().out
     assert "ddpm: batch 2 → 4: energy efficiency" in out and "no batch comparison" not in out
+
+
+def test_technology_study_says_when_a_platform_moves_more_data(traces, tmp_path):
+    """GDDR6's request is 256 B, DDR4's 64 B: the same trace moves 4x the data there, which
+    the headline time and energy include; the analysis says so, with per-byte changes."""
+    setup = StudySetup([traces["ddpm"], traces["resnet"]], arrival="saturate",
+                       params={"configs": ["DDR4-3200", "GDDR6"]})
+    out = run_study("technology", setup, folder=tmp_path / "t", workers=0)
+    a = get_study("technology").analyse(out.document, out.records)
+    said = [n for n in a.notes if n.startswith("GDDR6 moves")]
+    assert len(said) == 1 and said[0].startswith(
+        "GDDR6 moves 4x the data of DDR4-3200 for the same trace (256 vs 64 bytes per request")
+    assert "per byte moved: time " in said[0] and "(mean over 2 workload(s))" in said[0]

@@ -742,11 +742,41 @@ class Technology(VariantStudy):
         traces = resolved_traces(setup)
         return self._variant_points(self._preset_variants(names, setup), traces, setup)
 
+    def _data_volume_notes(self, rows: list[Row], a: Analysis) -> None:
+        """A technology whose request is larger than the baseline's moves more data for the
+        same trace (one request, one burst of the device): its headline time and energy are
+        for that volume. Say so, with the per-byte changes beside them."""
+        names = [n for _, n in sorted({(r.tags["order"], r.tags["variant"]) for r in rows})]
+        if len(names) < 2:
+            return
+        base = names[0]
+        size = {r.tags["variant"]: r.m["bytes"] // max(1, r.m["reads"] + r.m["writes"])
+                for r in rows if r.m["reads"] + r.m["writes"]}
+        for n in names[1:]:
+            if n not in size or base not in size or size[n] == size[base]:
+                continue
+            pairs = [(r, b) for r, b in self._pairs(rows, n, base) if r.m["bytes"] and
+                     b.m["bytes"]]
+            if not pairs:
+                continue
+            t = np.mean([fits.pct_change(r.m["step_time_ns"] / r.m["bytes"],
+                                         b.m["step_time_ns"] / b.m["bytes"]) for r, b in pairs])
+            e = np.mean([fits.pct_change(r.m["energy_total_pJ"] / r.m["bytes"],
+                                         b.m["energy_total_pJ"] / b.m["bytes"])
+                         for r, b in pairs])
+            a.notes.append(
+                f"{n} moves {size[n] / size[base]:.3g}x the data of {base} for the same trace "
+                f"({size[n]} vs {size[base]} bytes per request: one request is one burst of "
+                f"the device), so its step time and energy above are for that volume; per "
+                f"byte moved: time {t:+.1f} %, energy {e:+.1f} % (mean over {len(pairs)} "
+                "workload(s))")
+
     def analyse(self, document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                 ) -> Analysis:
         rows, notes = join(document, records)
         a = Analysis(self.title, notes=notes)
         self._variant_tables(rows, a)
+        self._data_volume_notes(rows, a)
         table = Table("IO energy", ["workload", "technology", "IO pJ/bit (read)",
                                     "request size (B)", "bytes moved (MB)", "IO energy (µJ)",
                                     "IO share of energy (%)", "energy per byte (pJ/B)"], [])

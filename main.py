@@ -366,12 +366,15 @@ def cmd_study(args: argparse.Namespace) -> int:
             security = cluster_security(check_cluster_address(args.cluster),
                                         ca_file=args.tls_ca_file, cert=args.tls_cert,
                                         key=args.tls_key)
-        where = f"cluster {args.cluster}" if args.cluster else (
-            f"{args.workers} worker process(es)" if args.workers else "local worker processes")
-        print(f"study {args.name}: running on {where}", flush=True)
+        where = (f"on the cluster {args.cluster}" if args.cluster else
+                 "on local worker processes, one per core" if args.workers is None else
+                 "in this process" if args.workers == 0 else
+                 f"on {args.workers} worker process(es)")
         outcome = run_study(args.name, setup, folder=args.out if project is None else None,
                             project=project, study_name=study_name, workers=args.workers,
-                            cluster=args.cluster, progress=progress, security=security)
+                            cluster=args.cluster, progress=progress, security=security,
+                            on_start=lambda n: print(f"study {args.name}: {n} points, run "
+                                                     f"{where}", flush=True))
         print(f"{len(outcome.document['points'])} points: {outcome.ran} simulated, "
               f"{outcome.reused} reused from earlier runs")
         if project is not None:

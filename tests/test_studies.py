@@ -264,6 +264,7 @@ def test_cli_runs_lists_and_rebuilds(traces, tmp_path, capsys):
             "--workers", "0", "--out", str(out)]
     assert main(args) == 0
     text = capsys.readouterr().out
+    assert text.startswith("study timing: 10 points, run in this process\n")
     assert "10 points: 10 simulated, 0 reused" in text and "as sensitive as the CNN" in text
     assert main(args) == 0
     assert "0 simulated, 10 reused" in capsys.readouterr().out
@@ -375,9 +376,13 @@ def test_cli_study_input_errors_name_what_is_wrong(traces, tmp_path, capsys):
     from main import main
     t = traces["ddpm"].path
 
+    outs = []
+
     def err(*argv):
         assert main(["study", *argv]) == 2
-        return capsys.readouterr().err
+        got = capsys.readouterr()
+        outs.append(got.out)
+        return got.err
 
     afile = tmp_path / "notes.txt"
     afile.write_text("x")
@@ -403,6 +408,7 @@ def test_cli_study_input_errors_name_what_is_wrong(traces, tmp_path, capsys):
     # once, before any point ran (it was the same error from every point, twice each)
     assert said.count("RAED") == 1 and f"trace 'a': {bad}:3: unknown request type" in said
     assert not (tmp_path / "b").exists()
+    assert outs[-1] == ""                      # (no "study timing: ... run on" banner first)
     # a value given on the command line is not blamed on the preset file
     assert "key 'tRP': tRP = -1: expected a non-negative value" in err(
         "timing", "--trace", f"a={t}", "--set", "tRP=-1", "--out", str(tmp_path / "s"))

@@ -17,7 +17,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from engine.studies.catalog import get_study
 from engine.studies.runner import CancelFn, ProgressFn, run_points
@@ -38,8 +38,11 @@ class StudyOutcome:
 def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | None = None,
               project: Any = None, study_name: str | None = None, workers: int | None = None,
               cluster: Any = None, progress: ProgressFn | None = None,
-              cancel: CancelFn | None = None, security: Any = None) -> StudyOutcome:
-    """Build the study's points from *setup* and run them (see the module docstring)."""
+              cancel: CancelFn | None = None, security: Any = None,
+              on_start: Callable[[int], None] | None = None) -> StudyOutcome:
+    """Build the study's points from *setup* and run them (see the module docstring).
+    *on_start(points)* is called once the setup and the traces were checked, before any
+    point runs."""
     study = get_study(name)
     if folder is not None and project is not None:
         raise StudyError("give a results folder or a project, not both")
@@ -47,6 +50,8 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
     if not points:
         raise StudyError(f"study '{name}': the setup gives no points")
     check_trace_heads(points)
+    if on_start is not None:
+        on_start(len(points))
     for line in unplaceable(points):
         log.warning("study '%s': %s", name, line)
     document = study_document(name, setup.to_dict(), [p.to_dict() for p in points])

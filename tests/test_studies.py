@@ -496,3 +496,17 @@ def test_technology_study_says_when_a_platform_moves_more_data(traces, tmp_path)
     assert len(said) == 1 and said[0].startswith(
         "GDDR6 moves 4x the data of DDR4-3200 for the same trace (256 vs 64 bytes per request")
     assert "per byte moved: time " in said[0] and "(mean over 2 workload(s))" in said[0]
+
+
+def test_technology_study_notes_text_trace_cycles_in_each_clock(traces, tmp_path):
+    """A text trace's cycles are each memory's own: under trace arrival DDR4-3200 (0.63 ns)
+    and HBM2 (1 ns) receive it over different times; saturated arrival does not."""
+    said = {}
+    for arrival in ("trace", "saturate"):
+        setup = StudySetup([traces["resnet"]], arrival=arrival,
+                           params={"configs": ["DDR4-3200", "HBM2"]})
+        out = run_study("technology", setup, folder=tmp_path / arrival, workers=0)
+        notes = get_study("technology").analyse(out.document, out.records).notes
+        said[arrival] = [n for n in notes if n.startswith("the text traces' arrival cycles")]
+    assert len(said["trace"]) == 1 and "(tCK 0.63, 1 ns here)" in said["trace"][0]
+    assert said["saturate"] == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -771,12 +772,30 @@ class Technology(VariantStudy):
                 f"byte moved: time {t:+.1f} %, energy {e:+.1f} % (mean over {len(pairs)} "
                 "workload(s))")
 
+    @staticmethod
+    def _clock_note(document: Mapping[str, Any], rows: list[Row], a: Analysis) -> None:
+        """Text traces give arrival cycles in the memory's own clock (DRAMsim3's format):
+        replayed at those cycles on memories with other clocks, the same trace arrives over
+        different times. (Generated HDF5 traces are converted to each memory's clock.)"""
+        points = {p["point_id"]: p for p in document["points"]}
+        text = [r for r in rows if points[r.point_id].get("arrival", "trace") == "trace"
+                and Path(str(r.trace.get("path", ""))).suffix.lower() not in (".h5", ".hdf5")]
+        clocks = {round(float(r.m["tCK_ns"]), 6) for r in text}
+        if len(clocks) > 1:
+            a.notes.append(
+                "the text traces' arrival cycles are read in each memory's own clock (tCK "
+                + ", ".join(f"{c:g}" for c in sorted(clocks)) + " ns here): under --arrival "
+                "trace the same trace arrives over different times on each, which the step "
+                "times include; --arrival saturate, or traces from `python main.py trace` "
+                "(converted to each memory's clock), compare like for like")
+
     def analyse(self, document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                 ) -> Analysis:
         rows, notes = join(document, records)
         a = Analysis(self.title, notes=notes)
         self._variant_tables(rows, a)
         self._data_volume_notes(rows, a)
+        self._clock_note(document, rows, a)
         table = Table("IO energy", ["workload", "technology", "IO pJ/bit (read)",
                                     "request size (B)", "bytes moved (MB)", "IO energy (µJ)",
                                     "IO share of energy (%)", "energy per byte (pJ/B)"], [])

@@ -667,24 +667,22 @@ def open_gui() -> int:
 
 
 # ==== argument parsing =========================================================================
-def _positive_int(text: str) -> int:
+def _int_at_least(text: str, least: int, wanted: str) -> int:
     try:
         value = int(text, 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {wanted}, got {value}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {value}")
-    return value
+    return _int_at_least(text, 0, "0 or a positive integer")
 
 
 def _positive_float(text: str) -> float:

@@ -149,6 +149,16 @@ def join(document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
     return rows, notes
 
 
+def variant_names(rows: Sequence[Row]) -> list[str]:
+    """The variants among ``rows``, in their order (the baseline first)."""
+    return [n for _, n in sorted({(r.tags["order"], r.tags["variant"]) for r in rows})]
+
+
+def request_bytes(r: Row) -> int:
+    """Bytes one request of the point moved (the memory's burst; 0 with no request)."""
+    return r.m["bytes"] // max(1, r.m["reads"] + r.m["writes"])
+
+
 def labels_of(rows: Sequence[Row]) -> list[str]:
     return sorted({r.label for r in rows})
 
@@ -244,18 +254,17 @@ def screen_findings(a: Analysis) -> Analysis:
         subject = finding_subject(f.key)
         unit = f" {f.unit}" if f.unit else ""
         null = 1.0 if (f.key or "").split("/")[0] in RATIO_FINDINGS else 0.0
+        crit = fits.t975(f.dof)
         if not math.isfinite(f.value):
             out.append(Finding(f"{subject}: not tested (the estimate is not finite)",
                                f.key, None, None, f.unit))
-        elif f.error is not None and not (math.isfinite(f.error)
-                                          and math.isfinite(fits.t975(f.dof))):
+        elif f.error is not None and not (math.isfinite(f.error) and math.isfinite(crit)):
             out.append(Finding(f"{subject}: not tested (estimate {f.value:.3g}{unit}; too "
                                "few points for an interval: 3 or more swept values, or "
                                "more than one workload, give one)",
                                f.key, None, None, f.unit))
-        elif f.error is not None and abs(f.value - null) <= fits.t975(f.dof) * f.error:
-            h = fits.t975(f.dof) * f.error
-            lo, hi = f.value - h, f.value + h
+        elif f.error is not None and abs(f.value - null) <= crit * f.error:
+            lo, hi = f.value - crit * f.error, f.value + crit * f.error
             out.append(Finding(f"{subject}: no effect detected (estimate {f.value:.3g}{unit}, "
                                f"95 % CI {lo:.3g} to {hi:.3g}, which includes {null:g})",
                                f.key, None, None, f.unit))
@@ -543,7 +552,7 @@ class VariantStudy(Study):
         return a
 
     def _variant_tables(self, rows: list[Row], a: Analysis) -> None:
-        names = [n for _, n in sorted({(r.tags["order"], r.tags["variant"]) for r in rows})]
+        names = variant_names(rows)
         if not names:
             return
         base = names[0]
@@ -747,12 +756,12 @@ class Technology(VariantStudy):
         """A technology whose request is larger than the baseline's moves more data for the
         same trace (one request, one burst of the device): its headline time and energy are
         for that volume. Say so, with the per-byte changes beside them."""
-        names = [n for _, n in sorted({(r.tags["order"], r.tags["variant"]) for r in rows})]
+        names = variant_names(rows)
         if len(names) < 2:
             return
         base = names[0]
-        size = {r.tags["variant"]: r.m["bytes"] // max(1, r.m["reads"] + r.m["writes"])
-                for r in rows if r.m["reads"] + r.m["writes"]}
+        size = {r.tags["variant"]: request_bytes(r) for r in rows
+                if r.m["reads"] + r.m["writes"]}
         for n in names[1:]:
             if n not in size or base not in size or size[n] == size[base]:
                 continue
@@ -803,12 +812,12 @@ class Technology(VariantStudy):
             io = r.m["io_pJ_per_bit"]
             table.rows.append([r.label, r.tags["variant"],
                                f"{io.get('read_pJ_per_bit', float('nan')):.3g}",
-                               r.m["bytes"] // max(1, r.m["reads"] + r.m["writes"]),
+                               request_bytes(r),
                                f"{r.m['bytes'] / 1e6:.2f}", f"{r.m['energy_io_pJ'] / 1e6:.3f}",
                                f"{100 * r.m['energy_io_pJ'] / r.m['energy_total_pJ']:.1f}",
                                f"{r.m['energy_per_byte_pJ']:.1f}"])
         a.tables.append(table)
-        names = [n for _, n in sorted({(r.tags["order"], r.tags["variant"]) for r in rows})]
+        names = variant_names(rows)
         sources = {r.tags["variant"]: r.m["io_pJ_per_bit"] for r in rows}
         for n in names:
             io = sources.get(n, {})
@@ -826,10 +835,7 @@ class Technology(VariantStudy):
                                          b.m["energy_io_pJ"] / b.m["bytes"]) for r, b in pairs]
                 pb_o = pairs[0][0].m["io_pJ_per_bit"].get("read_pJ_per_bit", float("nan"))
                 pb_b = pairs[0][1].m["io_pJ_per_bit"].get("read_pJ_per_bit", float("nan"))
-                rs_o = pairs[0][0].m["bytes"] // max(1, pairs[0][0].m["reads"]
-                                                     + pairs[0][0].m["writes"])
-                rs_b = pairs[0][1].m["bytes"] // max(1, pairs[0][1].m["reads"]
-                                                     + pairs[0][1].m["writes"])
+                rs_o, rs_b = request_bytes(pairs[0][0]), request_bytes(pairs[0][1])
                 a.findings.append(Finding(
                     f"{other} vs {base}: IO energy of the workload {np.mean(d_io):+.1f} %, IO "
                     f"energy per byte moved {np.mean(d_bit):+.1f} % (pin energy "

@@ -47,12 +47,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     fsync_dir(path.parent)
 
 
-def prepare_output(path: str | os.PathLike[str], what: str) -> Path:
+def prepare_output(path: str | os.PathLike[str], what: str, make: bool = True) -> Path:
     """Check, before a long run, that `path` can take the file it will write (`what`, e.g.
     "statistics output"), so that a bad path fails at once rather than after the run: not a
     folder, its nearest existing folder above is a folder this process may write in. Missing
-    folders on the way are created now, and said. Raises OutputPathError naming the path and
-    what is wrong."""
+    folders on the way are created now, and said (`make` False: left to the writer, so that
+    a run refused later for its input leaves nothing behind). Raises OutputPathError naming
+    the path and what is wrong."""
     from engine.errors import OutputPathError
     p = Path(path)
     if p.is_dir():
@@ -65,7 +66,7 @@ def prepare_output(path: str | os.PathLike[str], what: str) -> Path:
         raise OutputPathError(f"{what} {p}: {above} is a file, not a folder")
     if not os.access(above, os.W_OK | os.X_OK):
         raise OutputPathError(f"{what} {p}: no permission to write in the folder {above}")
-    if above != folder:
+    if make and above != folder:
         folder.mkdir(parents=True, exist_ok=True)
         log.info("created the folder %s for the %s", folder, what)
     return p

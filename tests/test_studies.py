@@ -371,6 +371,25 @@ def test_a_rerun_on_another_memory_leaves_the_earlier_points_out(traces, tmp_pat
     assert len(ResultsFolder(out).records()) == 12
 
 
+def test_run_study_refuses_a_file_as_results_folder_before_any_work(traces, tmp_path,
+                                                                     monkeypatch):
+    """The API checks its results folder first, as the command line does: a file (or a file
+    on the way) is an OutputPathError naming it, raised before the traces are read."""
+    from engine.errors import OutputPathError
+    from engine.studies import run as run_mod
+
+    def not_reached(points):
+        raise AssertionError("the traces were read before the folder was checked")
+    monkeypatch.setattr(run_mod, "check_trace_heads", not_reached)
+    setup = StudySetup([traces["ddpm"]], config="DDR4-3200", params={"tRCD": [22, 30]})
+    afile = tmp_path / "notes.txt"
+    afile.write_text("x")
+    for bad in (afile, afile / "sub"):
+        with pytest.raises(OutputPathError, match=f"{afile} is a file, not a folder"):
+            run_study("timing", setup, folder=bad, workers=0)
+    assert afile.read_text() == "x"
+
+
 def test_cli_study_input_errors_name_what_is_wrong(traces, tmp_path, capsys):
     """The review's bad inputs: each a clear error before any work, naming the option."""
     from main import main

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.fileio import prepare_output
 from engine.studies.catalog import get_study
 from engine.studies.runner import CancelFn, ProgressFn, run_points
-from engine.studies.sinks import ProjectResults, ResultsFolder, study_document
+from engine.studies.sinks import STUDY_FILE, ProjectResults, ResultsFolder, study_document
 from engine.studies.spec import Point, StudyError, StudySetup
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,10 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
     study = get_study(name)
     if folder is not None and project is not None:
         raise StudyError("give a results folder or a project, not both")
+    if folder is not None:
+        # (a file, or a folder this process cannot write in, fails now, not once the points
+        # ran; a missing folder is made when the study starts)
+        prepare_output(Path(folder) / STUDY_FILE, "study results", make=False)
     points = study.points(setup)
     if not points:
         raise StudyError(f"study '{name}': the setup gives no points")

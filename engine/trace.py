@@ -231,8 +231,11 @@ def _canonical(chunk: TraceChunk) -> TraceChunk:
 # Format detection
 # --------------------------------------------------------------------------------------------
 
-def _suffix_format(path: Path) -> str | None:
-    suffix = path.suffix.lower()
+def suffix_format(path: PathLike) -> str | None:
+    """The trace format a file name's extension says (``"text"``, ``"binary"``,
+    ``"hdf5"``), None for another: the one list of the extensions (detect_format reads the
+    file's magic bytes first)."""
+    suffix = Path(path).suffix.lower()
     if suffix == ".dmt":
         return "binary"
     if suffix in (".h5", ".hdf5", ".hdf", ".he5"):
@@ -261,7 +264,7 @@ def detect_format(path: PathLike) -> str:
         return "binary"
     if head == _HDF5_SIGNATURE:
         return "hdf5"
-    by_suffix = _suffix_format(p)
+    by_suffix = suffix_format(p)
     if by_suffix == "hdf5" or by_suffix is None:
         # an HDF5 file with a user block has its signature at 512, 1024, ... bytes
         import h5py
@@ -274,7 +277,7 @@ def _dest_format(path: Path, fmt: str | None) -> str:
     """The format to write ``path`` in: ``fmt`` if given, else from the extension."""
     if fmt is not None:
         return _check_fmt(fmt)
-    return _suffix_format(path) or "text"
+    return suffix_format(path) or "text"
 
 
 def _check_fmt(fmt: str) -> str:

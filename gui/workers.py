@@ -55,10 +55,11 @@ def trace_horizon(paths: Sequence[str | Path]) -> int | None:
     Used for the progress fraction (simulated cycle / last arrival cycle); binary and HDF5
     traces, or a tail that does not parse, give None (the progress is then unknown).
     """
+    from engine.trace import suffix_format
     last = 0
     for p in paths:
         path = Path(p)
-        if path.suffix.lower() in (".dmt", ".h5", ".hdf5"):
+        if suffix_format(path) in ("binary", "hdf5"):
             return None
         try:
             with open(path, "rb") as fh:

@@ -787,8 +787,9 @@ class Technology(VariantStudy):
         replayed at those cycles on memories with other clocks, the same trace arrives over
         different times. (Generated HDF5 traces are converted to each memory's clock.)"""
         points = {p["point_id"]: p for p in document["points"]}
+        from engine.trace import suffix_format
         text = [r for r in rows if points[r.point_id].get("arrival", "trace") == "trace"
-                and Path(str(r.trace.get("path", ""))).suffix.lower() not in (".h5", ".hdf5")]
+                and suffix_format(str(r.trace.get("path", ""))) != "hdf5"]
         clocks = {round(float(r.m["tCK_ns"]), 6) for r in text}
         if len(clocks) > 1:
             a.notes.append(

@@ -138,11 +138,11 @@ def _segments_of(n: int, k: int, length: int) -> list[tuple[int, int]]:
 def write_segment(src: Path, dst: Path, lo: int, hi: int, group: str = "trace") -> None:
     """Requests [lo, hi) of a trace into an HDF5 trace, keeping its per-request tags."""
     import h5py
-    from engine.trace import TraceChunk, iter_trace, write_hdf5
+    from engine.trace import TraceChunk, iter_trace, suffix_format, write_hdf5
     tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
     dst.parent.mkdir(parents=True, exist_ok=True)
     tagged = False
-    if src.suffix.lower() in (".h5", ".hdf5"):
+    if suffix_format(src) == "hdf5":
         with h5py.File(src, "r") as f:
             g = f.get(group)
             tagged = g is not None and "phase" in g
@@ -622,7 +622,8 @@ def command_mechanism(var: Sequence[Row], base: Sequence[Row]) -> list[str]:
 
 
 def _count(path: Path, group: str) -> int:
-    if path.suffix.lower() in (".h5", ".hdf5"):
+    from engine.trace import suffix_format
+    if suffix_format(path) == "hdf5":
         import h5py
         with h5py.File(path, "r") as f:
             g = f.get(group)
@@ -633,7 +634,8 @@ def _count(path: Path, group: str) -> int:
 
 
 def _has_tags(path: Path, group: str) -> bool:
-    if path.suffix.lower() not in (".h5", ".hdf5"):
+    from engine.trace import suffix_format
+    if suffix_format(path) != "hdf5":
         return False
     import h5py
     with h5py.File(path, "r") as f:

@@ -141,7 +141,8 @@ def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
     """Workload name, batch and FLOPs from the summary that ``python main.py trace`` stores in
     an HDF5 trace (empty for other files). A sampled trace holds only part of the step: its
     FLOPs are scaled by the share of the step's requests it holds."""
-    if Path(path).suffix.lower() not in (".h5", ".hdf5"):
+    from engine.trace import suffix_format
+    if suffix_format(path) != "hdf5":
         return {}
     try:
         import h5py

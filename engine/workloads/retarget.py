@@ -64,8 +64,9 @@ def read_placement(path: str | os.PathLike[str], group: str = "trace") -> dict[s
     """The trace's placement record, or None (not an HDF5 trace, or not a generated one).
     Traces generated before the record existed fall back to their summary and the memory
     preset it names."""
+    from engine.trace import suffix_format
     p = Path(path)
-    if p.suffix.lower() not in (".h5", ".hdf5"):
+    if suffix_format(p) != "hdf5":
         return None
     import h5py
     try:

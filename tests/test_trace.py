@@ -471,3 +471,26 @@ def test_a_bad_character_in_any_digit_refuses_the_line(tmp_path: Path, pos: int)
         with pytest.raises(TraceError) as info:
             read_trace(path)
         assert info.value.line == 2, line
+
+
+def test_suffix_format_is_the_one_list_the_readers_and_studies_use(tmp_path):
+    """engine.trace.suffix_format names the format an extension says, any case; the
+    studies' HDF5 checks (the trace's workload summary, its placement record) follow it, so a .hdf trace is
+    read as HDF5 everywhere, and another extension is not HDF5 anywhere."""
+    from engine.studies.spec import trace_metadata
+    from engine.trace import suffix_format
+    for name, fmt in (("a.h5", "hdf5"), ("a.HDF5", "hdf5"), ("a.hdf", "hdf5"),
+                      ("a.he5", "hdf5"), ("a.dmt", "binary"), ("a.trace", "text"),
+                      ("a.TXT", "text"), ("a.trc", "text"), ("a.csv", None), ("a", None)):
+        assert suffix_format(name) == fmt, name
+    ch = TraceChunk.from_arrays(np.arange(4, dtype=np.uint64) * 64, np.zeros(4, bool),
+                                np.arange(4, dtype=np.int64), 0)
+    import h5py
+    summary = '{"workload": "ddpm", "batch": 4, "flops": {"fwd": 2.0e9}}'
+    for name, read in (("t.hdf", True), ("t.h5", True), ("t.bin", False)):
+        f = tmp_path / name
+        write_hdf5(f, [ch])
+        with h5py.File(f, "a") as h:
+            h["trace"].attrs["summary"] = summary
+        want = {"workload": "ddpm", "batch": 4, "flops": 2.0e9} if read else {}
+        assert trace_metadata(f) == want, name

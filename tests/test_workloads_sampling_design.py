@@ -63,10 +63,13 @@ def test_write_backs_by_all_issued_lines_are_unbiased_where_by_issued_writes_the
 
 
 def test_t_quantile_and_pooled_degrees_of_freedom() -> None:
-    for df, table in ((5, 2.5706), (9, 2.2622), (20, 2.0860), (100, 1.9840)):
-        assert t975(df) == pytest.approx(table, abs=0.003)
-    assert t975(3) == pytest.approx(3.1824, abs=0.03)
-    assert t975(float("inf")) == pytest.approx(1.959964)
+    # Student t's 97.5 % points as printed in tables (4 decimals), and fractional df
+    # (pooled strata) between them
+    for df, table in ((1, 12.7062), (2, 4.3027), (3, 3.1824), (5, 2.5706), (9, 2.2622),
+                      (20, 2.0860), (100, 1.9840)):
+        assert t975(df) == pytest.approx(table, abs=1e-4)
+    assert 3.1824 < t975(2.5) < 4.3027 and t975(2.5) == pytest.approx(3.5747, abs=1e-4)
+    assert t975(float("inf")) == pytest.approx(1.959964) and t975(0) == t975(float("inf"))
     assert satterthwaite(np.array([2.0, 2.0, 2.0]), np.array([9, 9, 9])) == pytest.approx(27)
     # one stratum dominating the variance: about its own df
     assert satterthwaite(np.array([100.0, 0.01]), np.array([9, 9])) == pytest.approx(9, rel=1e-3)

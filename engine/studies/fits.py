@@ -13,29 +13,20 @@ from typing import Sequence
 
 import numpy as np
 
+from engine import quantiles
+from engine.quantiles import Z95
 from engine.studies.spec import StudyError
-
-#: Two-sided 95 % normal quantile used for the confidence intervals.
-Z95 = 1.959963984540054
-#: Student t, two-sided 95 %, by degrees of freedom (between the listed ones the next lower
-#: is taken, which widens the interval a little; above 30 the normal quantile)
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-         9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
 
 
 def t975(df: int | None) -> float:
     """The two-sided 95 % quantile for an estimate with ``df`` degrees of freedom: Student t
-    for small samples (a 3-point line fit has 1: 12.7, not 1.96), the normal one for df None
-    (a large-sample estimate) or above 30; nan for df <= 0 (no interval)."""
+    (engine.quantiles; a 3-point line fit has 1: 12.7, not 1.96), the normal one for df None
+    (a large-sample estimate); nan for df <= 0 (no interval)."""
     if df is None:
         return Z95
     if df <= 0:
         return float("nan")
-    if df in _T975:
-        return _T975[df]
-    if df > 30:
-        return Z95
-    return _T975[max(k for k in _T975 if k < df)]
+    return quantiles.t975(df)
 
 
 @dataclass(frozen=True)
@@ -95,14 +86,11 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> LineFit:
 
 @dataclass(frozen=True)
 class Ratio:
-    """a / b with its standard error and a 95 % interval (normal approximation)."""
+    """a / b with its standard error (its interval: t975 of the degrees of freedom of the
+    fits it divides, which the caller knows)."""
 
     value: float
     se: float
-
-    @property
-    def ci95(self) -> tuple[float, float]:
-        return (self.value - Z95 * self.se, self.value + Z95 * self.se)
 
 
 def ratio(a: float, a_se: float, b: float, b_se: float) -> Ratio:

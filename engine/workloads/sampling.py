@@ -33,20 +33,19 @@ from typing import Callable
 
 import numpy as np
 
+from engine import quantiles
+from engine.quantiles import Z95
+
 MIN_KEPT = 10
-Z95 = 1.959964
 
 
 def t975(df: float) -> float:
-    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher
-    expansion about the normal's; 0.02 under the table at 3 df, within 0.003 from 5 df
-    on); the normal's for an infinite or non-positive ``df`` (no variance to speak of)."""
+    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom (real: pooled strata
+    give fractional ones; engine.quantiles); the normal's for an infinite or non-positive
+    ``df`` (no variance to speak of)."""
     if not np.isfinite(df) or df <= 0:
         return Z95
-    z = Z95
-    return float(z + (z ** 3 + z) / (4 * df)
-                 + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
-                 + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+    return quantiles.t975(float(df))
 
 
 def satterthwaite(var: np.ndarray, df: np.ndarray) -> float:

@@ -638,9 +638,13 @@ def _build(name: str, values: dict[str, Any], path: Path | None,
         for w in cfg.warnings:
             log.warning("%s: %s", path, w)
     if cfg._megs_per_rank > cfg.channel_size:
-        log.warning("%s: channel_size = %d MB is smaller than one rank (%d MB); using 1 rank of "
-                    "%d MB, as DRAMsim3 does", path or name, cfg.channel_size,
-                    cfg._megs_per_rank, cfg._megs_per_rank)
+        # (a shipped preset copies its DRAMsim3 file, this quirk included, and its header says
+        # so: nothing for the user to act on, and a study's every worker loaded it again)
+        shipped = path is not None and Path(path).parent == PRESET_DIR
+        log.log(logging.INFO if shipped else logging.WARNING,
+                "%s: channel_size = %d MB is smaller than one rank (%d MB); using 1 rank of "
+                "%d MB, as DRAMsim3 does", path or name, cfg.channel_size,
+                cfg._megs_per_rank, cfg._megs_per_rank)
     return cfg
 
 

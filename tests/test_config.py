@@ -327,3 +327,24 @@ def test_replace_and_from_dict_validate() -> None:
     with pytest.raises(ConfigError, match=r"^key 'CL': CL = -1: .*\(given on top of .*"
                                           r"DDR4-3200\.toml\)$"):
         edited.replace(tRCD=22, CL=-1)
+
+
+def test_channel_size_below_a_rank_warns_for_a_user_file_not_for_the_shipped_preset(
+        tmp_path: Path, caplog) -> None:
+    """GDDR6's DRAMsim3 file asks for 4,096 MB a channel, less than its one rank of 8,192 MB:
+    DRAMsim3 (and the engine) build the rank. The shipped preset copies that file and says
+    so in its header, so loading it logs at INFO; the same values in a user's own file (or
+    DRAMsim3's .ini) are a WARNING naming the file."""
+    import logging
+    with caplog.at_level(logging.INFO, logger="engine.config"):
+        cfg = load_preset("GDDR6")
+    said = [r for r in caplog.records if "smaller than one rank" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.INFO] and cfg.ranks == 1
+    own = tmp_path / "my_gddr6.toml"
+    own.write_text((PRESET_DIR / "GDDR6.toml").read_text())
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="engine.config"):
+        mine = load_config(own)
+    said = [r for r in caplog.records if "smaller than one rank" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING] and str(own) in said[0].getMessage()
+    assert mine.ranks == cfg.ranks and mine.capacity_bytes == cfg.capacity_bytes

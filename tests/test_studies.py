@@ -6,6 +6,7 @@ import math
 import html
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -387,6 +388,33 @@ def test_run_study_refuses_a_file_as_results_folder_before_any_work(traces, tmp_
         with pytest.raises(OutputPathError, match=f"{afile} is a file, not a folder"):
             run_study("timing", setup, folder=bad, workers=0)
     assert afile.read_text() == "x"
+
+
+def test_cli_study_stores_the_traces_resolved(traces, tmp_path, monkeypatch, capsys):
+    """A trace given by a relative path from the command line: study.json keeps its
+    absolute path, kind and digest (it kept the path as typed, kind and digest empty), so the
+    study reruns from another folder and its report names what was replayed."""
+    from main import main
+    from engine.studies.spec import file_digest
+    src = Path(traces["resnet"].path)
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(src, work / "r.trace")
+    monkeypatch.chdir(work)
+    assert main(["study", "timing", "--trace", "resnet=r.trace", "--param", "tRCD=10,14",
+                 "--out", "st", "--workers", "0"]) == 0
+    capsys.readouterr()
+    document = json.loads((work / "st" / "study.json").read_text())
+    (t,) = document["setup"]["traces"]
+    digest = file_digest(work / "r.trace")
+    assert (t["path"], t["kind"], t["digest"]) == (str(work / "r.trace"), "cnn", digest)
+    page = (work / "st" / "report.html").read_text()
+    assert f"{work / 'r.trace'} (kind=cnn; sha256 {digest[:12]})" in html.unescape(page)
+    # the study reruns from elsewhere: every point found done
+    monkeypatch.chdir(tmp_path)
+    assert main(["study", "timing", "--trace", f"resnet={work / 'r.trace'}", "--param",
+                 "tRCD=10,14", "--out", str(work / "st"), "--workers", "0"]) == 0
+    assert len(ResultsFolder(work / "st").records()) == 2
 
 
 def test_cli_study_input_errors_name_what_is_wrong(traces, tmp_path, capsys):

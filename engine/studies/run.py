@@ -13,6 +13,7 @@ Running the same study into the same place again resumes it: finished points are
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -51,6 +52,9 @@ def run_study(name: str, setup: StudySetup, *, folder: str | os.PathLike[str] | 
         # (a file, or a folder this process cannot write in, fails now, not once the points
         # ran; a missing folder is made when the study starts)
         prepare_output(Path(folder) / STUDY_FILE, "study results", make=False)
+    # the traces as the study stores them: absolute paths, kinds and digests (as given, a
+    # relative path and an empty digest went into study.json and the report's setup table)
+    setup = dataclasses.replace(setup, traces=[t.resolved() for t in setup.traces])
     points = study.points(setup)
     if not points:
         raise StudyError(f"study '{name}': the setup gives no points")

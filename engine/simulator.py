@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -190,6 +191,7 @@ class Simulator:
         self._cmd_tmps: list[Path] = []
         if self.options.cmd_trace is not None:
             self._cmd_paths = cmd_trace_paths(self.options.cmd_trace, cfg.channels)
+            warn_stale_cmd_traces(self.options.cmd_trace, self._cmd_paths)
             self._cmd_tmps = [p.with_name(p.name + ".part") for p in self._cmd_paths]
             self._cmd_files = [open(p, "w", encoding="ascii") for p in self._cmd_tmps]
         self._completions: list[np.ndarray] = []
@@ -856,6 +858,8 @@ class _ChannelThreads:
         nch = cfg.channels
         logs = (cmd_trace_paths(options.cmd_trace, nch) if options.cmd_trace is not None
                 else None)
+        if logs is not None:
+            warn_stale_cmd_traces(options.cmd_trace, logs)
         if logs is not None:
             self.master._ff_period = 0           # (no closed-form idle skip with a trace)
         self.per_channel = _per_channel_arrays(self.master)
@@ -1949,6 +1953,34 @@ class _ReadAhead:
             except queue.Empty:
                 pass
         self._thread.join()
+
+
+def warn_stale_cmd_traces(path: str | Path, written: Sequence[str | Path]) -> list[Path]:
+    """Files beside a run's command traces (`written`, named after `path`) that carry the
+    same name in either naming (PATH, PATH's stem.chN.suffix, PATH.chN: one channel, several,
+    the Ramulator mode) and that this run does not write: an earlier run's, with another
+    channel count or mode. They are left alone (they are the user's files) and named in a
+    warning, so that none is read as this run's. Returns them."""
+    path = Path(path)
+    folder = path.parent
+    if not folder.is_dir():
+        return []
+    mine = {Path(w).name for w in written}
+    names = re.compile("|".join((re.escape(path.name), re.escape(path.stem) + r"\.ch\d+"
+                                 + re.escape(path.suffix), re.escape(path.name) + r"\.ch\d+"))
+                       + "$")
+    try:
+        stale = sorted(f for f in folder.iterdir()
+                       if f.name not in mine and names.fullmatch(f.name) and f.is_file())
+    except OSError:
+        return []
+    if stale:
+        shown = ", ".join(f.name for f in stale[:4]) + (
+            f" and {len(stale) - 4} more" if len(stale) > 4 else "")
+        log.warning("command trace %s: %d file(s) of that name in %s are not written by this "
+                    "run (%d file(s)), an earlier run's: %s", path, len(stale), folder,
+                    len(written), shown)
+    return stale
 
 
 def cmd_trace_paths(path: str | Path, channels: int) -> list[Path]:

@@ -85,6 +85,39 @@ def test_simulate_names_the_command_trace_files_it_wrote(tmp_path: Path) -> None
     assert (tmp_path / "d.cmd").stat().st_size > 0
 
 
+@pytest.mark.parametrize("threads,intake", [(1, "dramsim3"), (2, "per-channel")])
+def test_command_traces_of_an_earlier_run_are_named_not_taken_for_this_ones(
+        tmp_path: Path, caplog, threads: int, intake: str) -> None:
+    """A run with 2 channels writes h.ch0.cmd and h.ch1.cmd; files of the same name that it
+    does not write (an earlier run's: one channel's h.cmd, an 8-channel run's h.ch5.cmd, the
+    Ramulator mode's h.cmd.ch0) are left as they are and named in one warning; files of other
+    names are not."""
+    import logging
+    from engine.config import load_config
+    from engine.simulator import SimOptions, simulate_trace
+    trace = write_text_trace(tmp_path / "tiny.trace", 300)
+    earlier = ["h.cmd", "h.ch5.cmd", "h.cmd.ch0"]
+    for name in (*earlier, "h.chx.cmd", "g.ch0.cmd", "h.ch1.cmd"):
+        (tmp_path / name).write_text("old\n")
+    cfg = load_config("DDR4-3200").replace(channels=2)
+    with caplog.at_level(logging.WARNING, logger="engine.simulator"):
+        simulate_trace(cfg, trace, SimOptions(cmd_trace=tmp_path / "h.cmd", threads=threads,
+                                              intake=intake))
+    said = [r.getMessage() for r in caplog.records if "not written by this run" in r.getMessage()]
+    assert len(said) == 1 and "3 file(s)" in said[0] and "(2 file(s))" in said[0]
+    assert all(n in said[0] for n in earlier) and "chx" not in said[0] and "g.ch0" not in said[0]
+    for name in (*earlier, "h.chx.cmd", "g.ch0.cmd"):
+        assert (tmp_path / name).read_text() == "old\n"            # left alone
+    assert (tmp_path / "h.ch1.cmd").read_text() != "old\n"          # this run's: written
+    caplog.clear()
+    for name in earlier:
+        (tmp_path / name).unlink()
+    with caplog.at_level(logging.WARNING, logger="engine.simulator"):
+        simulate_trace(cfg, trace, SimOptions(cmd_trace=tmp_path / "h.cmd", threads=threads,
+                                              intake=intake))
+    assert not [r for r in caplog.records if "not written by this run" in r.getMessage()]
+
+
 def test_simulate_adds_no_phantom_read_by_default(tmp_path: Path) -> None:
     # DRAMsim3's extra READ at the end of a trace only with --phantom-eof-read
     trace = write_text_trace(tmp_path / "tiny.trace", 200)    # 150 reads, 50 writes

@@ -167,3 +167,20 @@ def test_cli_lpddr5_stock_abort_is_a_clear_error_and_the_patched_build_runs(
     assert st["average_read_latency"] == st["read_latency_sum"] / st["num_reads_accepted"]
     assert "num_reads_accepted" in st["definitions"]["average_read_latency"]
     assert set(st["definitions"]) <= set(st)
+
+
+def test_command_traces_of_an_earlier_run_are_named(shared_dir, tmp_path, caplog) -> None:
+    """The Ramulator mode writes PATH.chN: files of that name it does not write (an 8-channel
+    run's PATH.ch5, the DRAMsim3 mode's PATH) are left alone and named in a warning."""
+    import logging
+    lst = tmp_path / "t.lst"
+    lst.write_text("".join(f"LD {i * 64:#x}\n" for i in range(64)))
+    for name in ("r.cmd.ch5", "r.cmd"):
+        (tmp_path / name).write_text("old\n")
+    with caplog.at_level(logging.WARNING, logger="engine.simulator"):
+        run(_ref(shared_dir, "configs/ddr4_8Gb_x8_3200AA_1r.yaml"), lst,
+            cmd_trace=tmp_path / "r.cmd")
+    said = [r.getMessage() for r in caplog.records if "not written by this run" in r.getMessage()]
+    assert len(said) == 1 and "r.cmd.ch5" in said[0] and "r.cmd," in said[0]
+    assert (tmp_path / "r.cmd.ch5").read_text() == "old\n"
+    assert (tmp_path / "r.cmd.ch0").stat().st_size > 0

@@ -602,8 +602,11 @@ def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLi
                   row0_bug=ram.standard == "LPDDR5" and not lpddr5_rowcheck_fix)
     logs: list[TextIO | None] = [None] * ram.counts[0]
     if cmd_trace is not None:
+        from engine.simulator import warn_stale_cmd_traces
         base = Path(cmd_trace)
-        logs = [open(f"{base}.ch{c}", "w", encoding="ascii") for c in range(ram.counts[0])]
+        names = [Path(f"{base}.ch{c}") for c in range(ram.counts[0])]
+        warn_stale_cmd_traces(base, names)
+        logs = [open(f, "w", encoding="ascii") for f in names]
     ctrls = [_Controller(c, dev, ram, stats, logs[c]) for c in range(ram.counts[0])]
     F, M = ram.frontend_ratio, ram.memory_ratio
     mult = F * M

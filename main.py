@@ -700,7 +700,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="diffmem" if FROZEN else "main.py",
         description="DiffMem Studio: DRAM behaviour of deep-learning workloads. "
                     "Without a command, opens the GUI.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    loud.add_argument("-q", "--quiet", action="store_true",
+                      help="log warnings and errors only (default: also what a run notes at "
+                           "INFO, e.g. the Ramulator mode's deliberate differences)")
     from engine.version import APP_VERSION
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {APP_VERSION}")
@@ -1015,7 +1019,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+    logging.basicConfig(level=(logging.DEBUG if args.verbose else
+                               logging.WARNING if args.quiet else logging.INFO),
                         format="%(levelname)s %(name)s: %(message)s")
     if args.command is None:
         return open_gui()

@@ -189,3 +189,22 @@ def test_main_keeps_numpys_blas_to_one_thread_unless_the_user_says(user_setting,
     assert out[0] == expected
     if user_setting is None:
         assert out[1] == "1"            # no BLAS thread besides the main one
+
+
+def test_quiet_logs_warnings_only(tmp_path: Path) -> None:
+    """-q leaves the INFO lines out (HBM2's IO-energy note) and keeps warnings (a trace
+    with an address beyond the capacity, wrapped); -q with -v is refused."""
+    trace = write_text_trace(tmp_path / "tiny.trace", 200)
+    loud = run_main("simulate", "--config", "HBM2", "--trace", trace, "--out", tmp_path / "a.json")
+    quiet = run_main("-q", "simulate", "--config", "HBM2", "--trace", trace, "--out",
+                     tmp_path / "b.json")
+    assert loud.returncode == quiet.returncode == 0, (loud.stderr, quiet.stderr)
+    assert "INFO engine.power" in loud.stderr and "INFO" not in quiet.stderr
+    assert quiet.stdout.split("speed")[0] == loud.stdout.split("speed")[0]   # the same figures
+    far = tmp_path / "far.trace"
+    far.write_text("0x40 READ 0\n0x7fffffffffc0 READ 5\n")
+    res = run_main("-q", "simulate", "--config", "HBM2", "--trace", far, "--out",
+                   tmp_path / "c.json", "--wrap-addresses")
+    assert res.returncode == 0 and "WARNING" in res.stderr and "beyond the capacity" in res.stderr
+    res = run_main("-q", "-v", "simulate", "--config", "HBM2", "--trace", trace)
+    assert res.returncode == 2 and "not allowed with argument" in res.stderr

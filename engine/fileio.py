@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,39 @@ def fsync_dir(folder: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def replace_target(path: str | os.PathLike[str]) -> Path:
+    """The file that an atomic write of `path` (a temporary file moved onto it) replaces: a
+    symbolic link's final target, so that the link stays a link (os.replace onto the link
+    put a plain file in its place); a path that is neither a regular file nor a folder nor
+    missing (a device such as /dev/full, a FIFO, a socket) is an OutputPathError: the
+    replace would put a plain file in its place (as root, for /dev/full) instead of writing
+    into it."""
+    from engine.errors import OutputPathError
+    p = Path(path)
+    if p.is_symlink():
+        p = Path(os.path.realpath(p))
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        return p
+    except OSError:          # (e.g. a path through a file: the writer names the error)
+        return p
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        kind = ("a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                "a FIFO" if stat.S_ISFIFO(st.st_mode) else
+                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        shown = f"{path}" + (f" (-> {p})" if str(p) != str(path) else "")
+        raise OutputPathError(f"{shown} is {kind}: expected a regular file's path (outputs "
+                              "are written to a temporary file and moved onto it)")
+    return p
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write text via a temporary file in the same folder, fsync, os.replace, fsync the folder:
     an interrupted write leaves the previous file (or none), never a half-written one. A new
-    file gets mode 0644; an existing file keeps its mode."""
-    path = Path(path)
+    file gets mode 0644; an existing file keeps its mode. A symbolic link's target is
+    written (replace_target)."""
+    path = replace_target(path)
     if path.is_dir():               # (else the rename's error would name the temporary file)
         raise IsADirectoryError(errno.EISDIR, "a folder, expected a file's path", str(path))
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
@@ -56,9 +85,15 @@ def prepare_output(path: str | os.PathLike[str], what: str, make: bool = True) -
     the path and what is wrong."""
     from engine.errors import OutputPathError
     p = Path(path)
+    if not str(path).strip():
+        raise OutputPathError(f"{what}: an empty path: expected a file's path")
     if p.is_dir():
         raise OutputPathError(f"{what} {p} is a folder: expected a file's path")
-    folder = p.parent
+    try:
+        target = replace_target(p)
+    except OutputPathError as e:
+        raise OutputPathError(f"{what} {e}") from None
+    folder = target.parent
     above = folder
     while not above.exists() and above != above.parent:
         above = above.parent
@@ -66,9 +101,18 @@ def prepare_output(path: str | os.PathLike[str], what: str, make: bool = True) -
         raise OutputPathError(f"{what} {p}: {above} is a file, not a folder")
     if not os.access(above, os.W_OK | os.X_OK):
         raise OutputPathError(f"{what} {p}: no permission to write in the folder {above}")
-    if make and above != folder:
-        folder.mkdir(parents=True, exist_ok=True)
-        log.info("created the folder %s for the %s", folder, what)
+    try:
+        # (a file made and removed: the permission bits do not tell, for root, a read-only
+        # mount or a folder such as /proc that takes no new files)
+        fd, probe = tempfile.mkstemp(prefix=".diffmem-probe-", dir=above)
+        os.close(fd)
+        os.unlink(probe)
+        if make and above != folder:
+            folder.mkdir(parents=True, exist_ok=True)
+            log.info("created the folder %s for the %s", folder, what)
+    except OSError as e:
+        raise OutputPathError(f"{what} {p}: cannot create a file in the folder {above} "
+                              f"({e.strerror or e})") from None
     return p
 
 

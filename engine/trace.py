@@ -81,7 +81,7 @@ import numpy as np
 from engine import kernel_aot
 from engine.bits import trailing_zeros
 from engine.errors import TraceError
-from engine.fileio import fsync_dir
+from engine.fileio import fsync_dir, replace_target
 from engine.lazy_jit import njit   # numba.njit, numba imported at first use
 
 __all__ = [
@@ -1263,6 +1263,7 @@ def _atomic_path(path: Path, *, keep_existing: bool = False) -> Iterator[Path]:
     the temporary file is removed and ``path`` is untouched.  With ``keep_existing`` the
     temporary file starts as a copy of ``path`` (if it exists).
     """
+    path = replace_target(path)          # (a link's target; a device or FIFO refused)
     folder = path.parent if str(path.parent) else Path(".")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     os.close(fd)

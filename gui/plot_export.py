@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from PySide6.QtCore import QRectF, QSize
 from PySide6.QtGui import QColor, QImage, QPainter
 
-from engine.fileio import atomic_write_text
+from engine.fileio import atomic_write_text, replace_target
 
 FORMATS = ("png", "svg", "csv")
 BACKGROUND = "black"       # the dark theme's; exports use gui.theme.export_theme() (light)
@@ -40,7 +40,7 @@ def _background(theme: str | None) -> QColor:
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file next to ``path`` and move it onto ``path``."""
-    path = Path(path)
+    path = replace_target(path)          # (a link's target; a device or FIFO refused)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp",
                                 dir=path.parent)
     os.close(fd)

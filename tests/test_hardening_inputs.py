@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -238,3 +239,42 @@ def test_an_unwritable_output_path_fails_before_the_run_and_missing_folders_are_
                    str(tmp_path / "ok.h5"), "--summary", str(afile / "s.json")])
     err = capsys.readouterr().err
     assert rc == 2 and f"error: summary output {afile / 's.json'}: {afile} is a file" in err
+
+
+def test_a_device_fifo_or_link_given_as_output_is_not_replaced_by_a_file(tmp_path,
+                                                                         monkeypatch):
+    """Outputs are written to a temporary file moved onto the path: onto a device (as root,
+    /dev/full became a plain file), a FIFO or a symbolic link that put a plain file in its
+    place. Now a device or FIFO is refused before the run, naming what it is; a link's target
+    is written and the link stays; a folder that takes no new files (as /proc) and an empty
+    path are refused before the run too."""
+    import os
+
+    from engine import fileio
+    from engine.errors import OutputPathError
+    from engine.simulate_job import run_simulation
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x40 READ 0\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((Path("/dev/null"), "a device"), (fifo, "a FIFO")):
+        with pytest.raises(OutputPathError, match=f"statistics output {path} is {kind}"):
+            run_simulation("DDR4-3200", [trace], path)
+        with pytest.raises(OutputPathError, match=f"{path} is {kind}"):
+            fileio.atomic_write_text(path, "x")
+    assert fifo.is_fifo() and Path("/dev/null").is_char_device()
+    link = tmp_path / "latest.json"
+    (tmp_path / "runs").mkdir()
+    link.symlink_to(tmp_path / "runs" / "r1.json")
+    run_simulation("DDR4-3200", [trace], link)
+    assert link.is_symlink() and "num_cycles" in (tmp_path / "runs" / "r1.json").read_text()
+    with pytest.raises(OutputPathError, match="an empty path"):
+        run_simulation("DDR4-3200", [trace], "")
+
+    def no_new_files(*a, **k):
+        raise FileNotFoundError(2, "No such file or directory")
+    monkeypatch.setattr(fileio.tempfile, "mkstemp", no_new_files)
+    with pytest.raises(OutputPathError, match=r"cannot create a file in the folder .* \(No "
+                                              r"such file or directory\)"):
+        run_simulation("DDR4-3200", [trace], tmp_path / "s.json")
+    assert not (tmp_path / "s.json").exists()

@@ -45,7 +45,7 @@ import numpy as np
 
 from engine.address import bank_of, decode
 from engine.errors import DiffMemError
-from engine.fileio import fsync_dir, json_default
+from engine.fileio import fsync_dir, json_default, replace_target
 from engine.trace import HDF5_CHUNK, HDF5_FORMAT_NAME, HDF5_VERSION
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ class _Writer:
 
     def __init__(self, path: Path, compression: str | None) -> None:
         import h5py
-        self.path = path
+        self.path = path = replace_target(path)  # (a link's target; a device or FIFO refused)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         self.tmp = Path(tmp)

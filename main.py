@@ -523,6 +523,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     data = schedule_json(result, space)
     data["batch"] = args.batch
     data["fused_halo"] = halo
+    if Path(args.network).suffix.lower() == ".json" and Path(args.network).is_file():
+        data["network_file"] = str(Path(args.network).absolute())   # (evaluate reads it)
     _write_json(args.out, data)
     print(f"{data['network']} (batch {args.batch}) on {data['hardware']} by {data['method']} "
           f"(seed {args.seed}): {result.evaluations} layer-mapping evaluations, "
@@ -555,28 +557,64 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from optimizer.errors import OptimizerError
         raise OptimizerError("evaluate needs --schedule FILE --hw HW (or --reference FILE "
                              "--out FILE)")
-    from optimizer.costmodel import evaluate_schedule
+    from optimizer import costmodel
+    from optimizer.batching import with_batch
+    from optimizer.errors import OptimizerError
     from optimizer.hardware import load_hardware
-    from optimizer.mapping import load_schedule
+    from optimizer.mapping import load_saved_schedule
     from optimizer.methods import result_json
     from optimizer.workload import load_network
 
-    sched = load_schedule(args.schedule)
-    name = args.network or sched.network
+    if args.out is not None and Path(args.out).exists() and \
+            Path(args.out).resolve() == Path(args.schedule).resolve():
+        raise OptimizerError(f"--out {args.out} is the schedule file itself: the evaluation "
+                             "would replace the schedule (and its batch, rule and history); "
+                             "give another file")
+    sched, saved = load_saved_schedule(args.schedule)
+    name = args.network or saved.network_file or sched.network
     if not name:
-        from optimizer.errors import OptimizerError
         raise OptimizerError(f"{args.schedule}: the schedule names no network; give --network")
-    net, hw = load_network(name), load_hardware(args.hw)
-    res = evaluate_schedule(net, sched, hw)
+    # the settings the score depends on: the file's, unless given here
+    batch = args.batch if args.batch is not None else saved.batch
+    halo = args.fused_halo or saved.fused_halo or costmodel.FUSED_HALO
+    net, hw = with_batch(load_network(name), batch), load_hardware(args.hw)
+    res = costmodel.evaluate_schedule(net, sched, hw, halo=halo)
     data = result_json(res, net, hw, method=sched.method)
-    print(f"{args.schedule}: {net.name} on {hw.name}")
+    data["batch"], data["fused_halo"] = batch, halo
+    print(f"{args.schedule}: {net.name} (batch {batch}, fused inputs: {halo}) on {hw.name}")
     print(f"  {_edp_line(data)}")
+    n_problems = len(res.problems)
     for problem in res.problems[:MAX_VIOLATIONS_SHOWN]:
         print(f"  problem: {problem}")
+    if n_problems > MAX_VIOLATIONS_SHOWN:
+        print(f"  ... and {n_problems - MAX_VIOLATIONS_SHOWN} more problem(s)")
+    if saved.edp is not None:
+        print(f"  {_saved_score_line(saved, res.edp, hw.to_dict(), batch, halo)}")
     if args.out is not None:
         _write_json(args.out, data)
         print(f"evaluation written to {args.out}")
     return 0 if res.valid else 1
+
+
+def _saved_score_line(saved: Any, edp: float, hw: dict[str, Any], batch: int,
+                      halo: str) -> str:
+    """How a re-scored schedule's EDP compares with the one saved in its file: reproduced,
+    different (the cost model or the file changed), or not comparable (another hardware,
+    batch or fused-input rule than the run that saved it)."""
+    other = [what for what, same in (
+        ("hardware", saved.hardware_config is None or saved.hardware_config == hw),
+        (f"batch {saved.batch}", saved.batch == batch),
+        (f"fused inputs {saved.fused_halo}", saved.fused_halo in (None, halo))) if not same]
+    if other:
+        return (f"saved EDP {saved.edp:.6g} pJ x cycles was on another setting "
+                f"({', '.join(other)}): not comparable")
+    rel = abs(edp - saved.edp) / abs(saved.edp) if saved.edp else abs(edp)
+    if rel <= 1e-9:
+        return f"saved EDP {saved.edp:.6g} pJ x cycles: reproduced"
+    log.warning("%s: re-scored EDP %.6g differs from the saved %.6g by %.3g %% (the cost "
+                "model or the file changed since it was saved)", "evaluate", edp, saved.edp,
+                100 * rel)
+    return f"saved EDP {saved.edp:.6g} pJ x cycles: DIFFERS by {100 * rel:.3g} %"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -932,7 +970,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schedule", metavar="SCHEDULE.json", help="schedule written by optimize")
     p.add_argument("--hw", metavar="HW", help="large, small or a .toml file")
     p.add_argument("--network", metavar="NET",
-                   help="network of the schedule (default: the one it names)")
+                   help="network of the schedule (default: the one it names, or the network "
+                        "file it was optimised from)")
+    p.add_argument("--batch", type=_positive_int, metavar="B",
+                   help="batch size (default: the schedule's, else 1)")
+    p.add_argument("--fused-halo", choices=("refetch", "slide"), default=None,
+                   help="fused-input rule (default: the schedule's, else refetch)")
     p.add_argument("--reference", metavar="FILE.json",
                    help="score the explicit-mapping entries of this reference file")
     p.add_argument("--arch-file", metavar="FILE.json",

@@ -158,3 +158,45 @@ class Schedule:
 def load_schedule(path: str | Path) -> Schedule:
     path = Path(path)
     return Schedule.from_json(read_json(path, MappingError), path)
+
+
+@dataclass
+class SavedRun:
+    """What a schedule file written by ``optimize`` says of the run that found it, beside the
+    schedule: the settings its score depends on (batch, fused-input rule, the network's file
+    when it was not a built-in one) and the score itself (EDP in pJ x cycles, on the
+    hardware ``hardware_config``). Older files and hand-written ones lack some: None, batch
+    1."""
+
+    batch: int = 1
+    fused_halo: str | None = None
+    network_file: str | None = None
+    edp: float | None = None
+    hardware_config: dict[str, Any] | None = None
+
+
+def load_saved_schedule(path: str | Path) -> tuple[Schedule, SavedRun]:
+    """A schedule file and what it says of its run (:class:`SavedRun`); a present key of
+    the wrong type is a MappingError naming it."""
+    path = Path(path)
+    data = read_json(path, MappingError)
+    sched = Schedule.from_json(data, path)
+    top = data if isinstance(data, dict) else {}
+
+    def get(key: str, kinds: tuple[type, ...], what: str) -> Any:
+        v = top.get(key)
+        if v is not None and (not isinstance(v, kinds) or isinstance(v, bool)):
+            raise MappingError(f"{path}: '{key}' = {v!r}: expected {what}")
+        return v
+    batch = get("batch", (int,), "a positive integer")
+    if batch is not None and batch < 1:
+        raise MappingError(f"{path}: 'batch' = {batch}: expected a positive integer")
+    from optimizer.costmodel import FUSED_HALO_RULES
+    halo = get("fused_halo", (str,), f"one of {', '.join(FUSED_HALO_RULES)}")
+    if halo is not None and halo not in FUSED_HALO_RULES:
+        raise MappingError(f"{path}: 'fused_halo' = {halo!r}: expected one of "
+                           f"{', '.join(FUSED_HALO_RULES)}")
+    edp = get("edp", (int, float), "a number (pJ x cycles)")
+    return sched, SavedRun(batch or 1, halo, get("network_file", (str,), "a file's path"),
+                           None if edp is None else float(edp),
+                           get("hardware_config", (dict,), "a JSON object"))

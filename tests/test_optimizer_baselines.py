@@ -173,6 +173,48 @@ def test_cli_optimize_then_evaluate(tmp_path: Path, net_file: Path,
     assert large["edp"] != data["edp"]
 
 
+def test_cli_evaluate_rescores_with_the_settings_the_schedule_was_saved_with(
+        tmp_path: Path, net_file: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schedule saved at batch 4 with the sliding fused-input rule, from a network file:
+    `evaluate` takes the batch, the rule and the network's file from the schedule (it took
+    batch 1, refetch and the file's stem as a built-in name: every layer was invalid, or the
+    error 'unknown network'), says the saved EDP is reproduced, and says when it is not
+    (an edited file) or not comparable (another batch given); it refuses to overwrite the
+    schedule with its own output."""
+    from optimizer import costmodel
+    monkeypatch.setattr(costmodel, "FUSED_HALO", costmodel.FUSED_HALO)   # (optimize sets it)
+    out = tmp_path / "schedule.json"
+    rc, text, err = run_cli(capsys, "optimize", "--network", net_file, "--hw", "small",
+                            "--method", "ga", "--evaluations", "300", "--seed", "2",
+                            "--batch", "4", "--fused-halo", "slide", "--out", out)
+    assert rc == 0, err
+    data = json.loads(out.read_text())
+    assert data["network_file"] == str(net_file.absolute()) and data["batch"] == 4
+    rc, text, err = run_cli(capsys, "evaluate", "--schedule", out, "--hw", "small",
+                            "--out", tmp_path / "e.json")
+    assert rc == 0, err
+    assert "(batch 4, fused inputs: slide)" in text and "reproduced" in text
+    again = json.loads((tmp_path / "e.json").read_text())
+    assert again["edp"] == data["edp"] and (again["batch"], again["fused_halo"]) == (4, "slide")
+    rc, text, err = run_cli(capsys, "evaluate", "--schedule", out, "--hw", "small",
+                            "--batch", "1")
+    assert rc == 1 and "factors of N multiply to 4, expected 1" in text
+    assert "was on another setting (batch 4): not comparable" in text
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps({**data, "edp": data["edp"] * 2}))
+    rc, text, err = run_cli(capsys, "evaluate", "--schedule", edited, "--hw", "small")
+    assert rc == 0 and "DIFFERS by 50 %" in text
+    rc, text, err = run_cli(capsys, "evaluate", "--schedule", out, "--hw", "small", "--out",
+                            out)
+    assert rc == 2 and "is the schedule file itself" in err
+    assert json.loads(out.read_text()) == data
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**data, "batch": "4"}))
+    rc, text, err = run_cli(capsys, "evaluate", "--schedule", bad, "--hw", "small")
+    assert rc == 2 and "'batch' = '4': expected a positive integer" in err
+
+
 def test_cli_compare(tmp_path: Path, net_file: Path,
                      capsys: pytest.CaptureFixture[str]) -> None:
     rc, text, err = run_cli(capsys, "compare", "--hw", "small", "--networks", net_file,

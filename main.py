@@ -649,6 +649,7 @@ def cmd_cosim(args: argparse.Namespace) -> int:
     from optimizer.search import Budget
     from optimizer.workload import load_network
 
+    _torch_threads(args)
     net = load_network(args.network)
     hw = load_hardware(args.hw)
     memory = cosim.load_memory(args.memory)
@@ -659,8 +660,9 @@ def cmd_cosim(args: argparse.Namespace) -> int:
         budget = _budget(args)
 
     def progress(message: str) -> None:
-        if sys.stderr.isatty() or not message.startswith("simulating "):
-            print(f"  ... {message}", file=sys.stderr, flush=True)
+        # (every layer's simulation too: a large network's iteration simulates tens of
+        # millions of requests, a minute with no line otherwise)
+        print(f"  ... {message}", file=sys.stderr, flush=True)
 
     data, iters = run_cosim_job(net, hw, memory, method=args.method, seed=args.seed,
                                 budget=budget, iterations=args.iterate, layout=args.layout,
@@ -672,9 +674,11 @@ def cmd_cosim(args: argparse.Namespace) -> int:
     print(f"{net.name} on {hw.name} with {memory.name} ({args.layout}, {args.placement}):")
     for it in iters:
         c = it.cosim
-        print(f"  iteration {it.iteration} ({it.hardware['dram_model']} DRAM model): model "
-              f"EDP {c.model_edp:.4g}, engine EDP {c.engine_edp:.4g} pJ x cycles, "
-              f"{len(it.fused)} fused edge(s){' (kept)' if it.kept else ''}")
+        print(f"  iteration {it.iteration} (optimised under the {it.hardware['dram_model']} "
+              f"DRAM model): model EDP {it.model_edp:.4g} with per-byte DRAM, "
+              f"{c.model_edp:.4g} with the calibrated DRAM term; engine EDP "
+              f"{c.engine_edp:.4g} pJ x cycles, {len(it.fused)} fused edge(s)"
+              f"{' (kept)' if it.kept else ''}")
     print(f"  engine-measured EDP {summary['engine_edp_first']:.4g} -> "
           f"{summary['engine_edp_last']:.4g} ({summary['engine_edp_change']:+.1%}); fusion "
           f"changed: {summary['fusion_changed']}")
@@ -721,6 +725,15 @@ def _positive_int(text: str) -> int:
 
 def _non_negative_int(text: str) -> int:
     return _int_at_least(text, 0, "0 or a positive integer")
+
+
+def _seed(text: str) -> int:
+    """A random seed: numpy's generators take 0 .. 2^32 - 1 (a negative seed ran the whole
+    search and failed in its last stage; a huge one overflowed)."""
+    value = _int_at_least(text, 0, "a seed from 0 to 4294967295")
+    if value >= 2 ** 32:
+        raise argparse.ArgumentTypeError(f"expected a seed from 0 to 4294967295, got {value}")
+    return value
 
 
 def _positive_float(text: str) -> float:
@@ -853,7 +866,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample", type=float, metavar="F",
                    help="expand only this fraction of the operators (windows chosen "
                         "deterministically from --seed); totals are extrapolated")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampled windows")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the sampled windows")
     p.add_argument("--cache-mib", type=float, default=40.0, metavar="MIB",
                    help="on-chip cache in front of DRAM, MiB (default 40, an A100 L2; 0: none)")
     p.add_argument("--memory", default="HBM2", metavar="PRESET",
@@ -955,7 +968,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hw", required=True, metavar="HW", help="large, small or a .toml file")
     p.add_argument("--method", default="fadiff", choices=METHOD_CHOICES,
                    help="search method (default fadiff)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     _add_budget_args(p, "", 60.0)
     _add_search_args(p)
     p.add_argument("--out", required=True, metavar="SCHEDULE.json", help="schedule output")
@@ -993,7 +1006,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "gpt3_6.7b_ffn"], help="networks (default: all six)")
     p.add_argument("--methods", nargs="+", metavar="METHOD", choices=METHOD_CHOICES,
                    default=None, help="methods (default: every registered one)")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S",
+    p.add_argument("--seeds", nargs="+", type=_seed, default=[0], metavar="S",
                    help="seeds per method and network (default 0)")
     _add_budget_args(p, " per run", 20.0)
     _add_search_args(p)
@@ -1016,12 +1029,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tensor layout in DRAM (default nhwc)")
     p.add_argument("--placement", default="packed", choices=("packed", "staggered"),
                    help="tensor placement: back to back, or staggered across banks")
-    p.add_argument("--iterate", type=int, default=3, metavar="N",
+    p.add_argument("--iterate", type=_non_negative_int, default=3, metavar="N",
                    help="DRAM-aware re-optimisations at most (default 3; 0: just measure)")
     p.add_argument("--method", default="fadiff", choices=METHOD_CHOICES,
                    help="search method (default fadiff)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     _add_budget_args(p, " per iteration", 60.0)
+    p.add_argument("--threads", type=_positive_int, metavar="N",
+                   help="torch threads (default 1, so CPU seconds mean one core's work, as "
+                        "in optimize and compare)")
     p.add_argument("--acc-ghz", type=_positive_float, default=1.0, metavar="F",
                    help="accelerator clock in GHz (default 1.0)")
     p.add_argument("--validate", type=_positive_int, metavar="K",

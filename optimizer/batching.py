@@ -19,6 +19,14 @@ def with_batch(net: Network, batch: int) -> Network:
         raise OptimizerError(f"batch must be a positive integer, got {batch!r}")
     if batch == 1:
         return net
+    from optimizer.workload import MAX_DIM
+    big = [layer for layer in net.layers if layer.dims["N"] * batch > MAX_DIM]
+    if big:
+        # (as a network file's dimensions: the search's tables index every factor of N; a
+        # batch of 2,000,000 failed inside the search, 10^12 ran for minutes without a line)
+        raise OptimizerError(f"batch {batch}: layer '{big[0].name}' would have N = "
+                             f"{big[0].dims['N'] * batch}, beyond {MAX_DIM} (2^20), the "
+                             f"largest dimension the optimiser takes")
     layers = [dataclasses.replace(layer, dims={**layer.dims, "N": layer.dims["N"] * batch})
               for layer in net.layers]
     return Network(net.name, layers)

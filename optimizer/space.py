@@ -79,10 +79,32 @@ def dim_splits(layer_kind: str, dim: str, size: int, hw: GemminiHardware) -> Dim
             reg = f[3] if reg_ok else 1
             rows.append((dram, spad, acc, reg, sp))
     table = np.array(rows, dtype=np.int64)
-    if len(table) > MAX_SPLITS:      # keep the largest spatial factors and a spread of others
-        keep = np.argsort(-table[:, 4], kind="stable")[:MAX_SPLITS]
-        table = table[np.sort(keep)]
+    if len(table) > MAX_SPLITS:
+        table = table[_kept_splits(table)]
     return DimSplits(dim, table)
+
+
+def _kept_splits(table: np.ndarray) -> np.ndarray:
+    """The rows (in table order) of a dimension with more than MAX_SPLITS splits that the
+    search keeps: the minimal split (everything at DRAM, no spatial factor: the repair's
+    fallback, which always fits), then the largest spatial factors first, and of the first
+    spatial factor whose rows do not all fit an even spread of them. (The first MAX_SPLITS
+    rows in enumeration order lost the minimal split, the last one enumerated: a batch of
+    10^6 failed in the repair, and only small DRAM factors were searched.) No dimension of
+    the built-in networks has that many splits on the shipped hardware."""
+    minimal = np.flatnonzero(table[:, 1:].prod(1) == 1)
+    rest = np.setdiff1d(np.arange(len(table)), minimal)
+    keep: list[np.ndarray] = [minimal]
+    room = MAX_SPLITS - len(minimal)
+    for sp in sorted(set(table[rest, 4].tolist()), reverse=True):
+        if room <= 0:
+            break
+        rows = rest[table[rest, 4] == sp]
+        if len(rows) > room:
+            rows = rows[np.round(np.linspace(0, len(rows) - 1, room)).astype(np.int64)]
+        keep.append(rows)
+        room -= len(rows)
+    return np.sort(np.concatenate(keep))
 
 
 @dataclass

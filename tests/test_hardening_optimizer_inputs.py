@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from optimizer.errors import HardwareError, MappingError, WorkloadError
@@ -102,3 +103,48 @@ def test_cli_exit_2_on_bad_hardware(tmp_path):
                         "--out", str(tmp_path / "s.json")], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 2 and "l4cache" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_refuses_out_of_range_seeds_iterations_and_batches(tmp_path, capsys):
+    """A negative seed ran the whole search and failed in its last stage (numpy takes seeds
+    0 .. 2^32 - 1), a huge one overflowed, `cosim --iterate -1` failed in its summary, a
+    batch beyond the optimiser's 2^20 per dimension failed inside the search: each is now an
+    error naming the option before any work."""
+    import main as cli
+    out = str(tmp_path / "s.json")
+    for argv, said in (
+            (["optimize", "--network", "resnet18", "--hw", "large", "--seed", "-1"],
+             "argument --seed: expected a seed from 0 to 4294967295, got -1"),
+            (["optimize", "--network", "resnet18", "--hw", "large", "--seed", str(2 ** 64)],
+             f"expected a seed from 0 to 4294967295, got {2 ** 64}"),
+            (["compare", "--hw", "large", "--networks", "resnet18", "--seeds", "0", "-1"],
+             "argument --seeds: expected a seed"),
+            (["cosim", "--network", "resnet18", "--hw", "large", "--memory", "DDR4-3200",
+              "--iterate", "-1"], "argument --iterate: expected 0 or a positive integer")):
+        with pytest.raises(SystemExit):
+            cli.main([*argv, "--out", out])
+        assert said in capsys.readouterr().err
+    rc = cli.main(["optimize", "--network", "resnet18", "--hw", "large", "--batch",
+                   "2000000", "--out", out])
+    assert rc == 2 and "batch 2000000: layer 'conv1' would have N = 2000000, beyond " \
+        "1048576 (2^20)" in capsys.readouterr().err
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_a_dimension_with_more_splits_than_kept_keeps_the_minimal_one_and_a_spread():
+    """N = 10^6 (a batch of a million) has ~10^4 ways to split over four levels: the search
+    keeps MAX_SPLITS of them. The first MAX_SPLITS in enumeration order lost the split with
+    everything at DRAM (the repair's fallback: the run failed) and held only small DRAM
+    factors; the kept rows now include it and spread over the DRAM factors."""
+    from optimizer import space as S
+    hw = load_hardware("large")
+    whole = S.dim_splits("conv", "N", 10 ** 6, hw)
+    assert len(whole.table) == S.MAX_SPLITS
+    t = whole.table
+    assert ((t[:, 0] == 10 ** 6) & (t[:, 1:].prod(1) == 1)).sum() == 1      # the minimal split
+    assert (t.prod(1) == 10 ** 6).all() and len({tuple(r) for r in t.tolist()}) == len(t)
+    assert t[:, 0].min() == 1 and t[:, 0].max() == 10 ** 6                # DRAM factors spread
+    assert np.median(t[:, 0]) > 10
+    # a spatial dimension keeps its largest spatial factors first
+    k = S.dim_splits("conv", "K", 2 ** 12 * 3 ** 4, hw).table
+    assert len(k) == S.MAX_SPLITS and k[:, 4].max() == 32 and 2 not in k[:, 4]

@@ -123,6 +123,7 @@ _DRAMSIM3_DEFAULTS: dict[str, float] = {
 
 _IO_FILE_NAME = "io_energy.toml"
 _warned_fallbacks: set[tuple[str, str]] = set()
+_noted_aliases: set[tuple[str, str]] = set()      # (table, protocol) aliases said at INFO
 
 
 class PowerConfig(Protocol):
@@ -592,7 +593,13 @@ def io_energy_per_bit(protocol: str, path: str | Path | None = None, *,
     elif proto in aliases:
         std = aliases[proto]
         note = f"{proto} uses the {std} IO entry (same signalling)"
-        logger.info("IO energy: %s", note)
+        # (once a table and protocol per process, as the fallback's warning: a cosim of a
+        # network said it 179 times, once a layer's simulation)
+        if (str(table_path), proto) not in _noted_aliases:
+            _noted_aliases.add((str(table_path), proto))
+            logger.info("IO energy: %s", note)
+        else:
+            logger.debug("IO energy: %s", note)
     elif proto in fallback:
         std = fallback[proto]
         note = (f"{proto} has no IO energy entry; using the nearest family, {std} "

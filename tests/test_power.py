@@ -494,3 +494,17 @@ def test_zero_cycles_gives_zero_power() -> None:
     report = compute_energy(cfg, EnergyCounts.zeros(2, 2, 4, num_cycles=0))
     assert report.average_power_mW == 0.0
     assert report.components_pJ["total"] == 0.0
+
+
+def test_an_alias_io_entry_is_said_once_a_process(caplog, monkeypatch):
+    """HBM uses HBM2's IO entry: said at INFO the first time, then at DEBUG (a co-simulation
+    computed it for each of 179 layers, and said it each time)."""
+    import logging
+
+    from engine import power
+    monkeypatch.setattr(power, "_noted_aliases", set())
+    with caplog.at_level(logging.DEBUG, logger="engine.power"):
+        specs = [power.io_energy_per_bit("HBM") for _ in range(3)]
+    said = [r.levelno for r in caplog.records if "uses the HBM2 IO entry" in r.getMessage()]
+    assert said == [logging.INFO, logging.DEBUG, logging.DEBUG]
+    assert all(s.note == specs[0].note != "" for s in specs)       # the spec still says it

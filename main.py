@@ -1096,6 +1096,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _raised_by_interrupt(exc):
+            raise
+        print("interrupted", file=sys.stderr)   # a library's cleanup failed on the Ctrl-C
+        return 130
+
+
+def _raised_by_interrupt(exc: BaseException) -> bool:
+    """Whether *exc* was raised while a KeyboardInterrupt unwound (its cause or context
+    chain holds one): e.g. matplotlib's PdfPages closing a half-written file."""
+    seen: set[int] = set()
+    e = exc.__cause__ or exc.__context__
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ notes, and a list of every point. Matplotlib runs on the Agg backend with its bu
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
 import logging
+import signal
 import textwrap
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -34,10 +37,39 @@ class ReportFiles:
     figures: int
 
 
+@contextlib.contextmanager
+def _sigint_held() -> Any:
+    """Hold a Ctrl-C (SIGINT) back until the block ends, then deliver it to the handler that
+    was there (KeyboardInterrupt for the CLI). Only the main thread gets Python's signal
+    handlers: elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    try:
+        old = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    except (TypeError, ValueError):    # a handler not set from Python: leave it alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if caught:
+            signal.raise_signal(signal.SIGINT)
+
+
 def _matplotlib() -> Any:
-    import matplotlib
-    matplotlib.use("Agg", force=True)
-    from matplotlib.figure import Figure
+    # Imported with Ctrl-C held back: matplotlib's compiled modules create Python objects
+    # while they initialise (ft2font its enums), keeping them in C++ statics; a
+    # KeyboardInterrupt in the middle leaves objects only such a static owns, and the
+    # process then aborts at exit (SIGABRT, "Fatal Python error: PyThreadState_Get" from
+    # the static's destructor running after Python's finalisation).
+    with _sigint_held():
+        import matplotlib
+        matplotlib.use("Agg", force=True)
+        from matplotlib.figure import Figure
+        from matplotlib.backends import backend_agg, backend_pdf  # noqa: F401
     return Figure
 
 

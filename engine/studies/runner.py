@@ -26,6 +26,7 @@ everywhere), instead of finishing a long point for nobody.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -107,6 +108,9 @@ def _worker_init(parent: int) -> None:
     parent (a terminal sends SIGINT to the whole process group: a worker interrupted inside
     the pool's queue left its lock taken, and the parent hung at exit)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        # started with SIGINT blocked (see _local); one that came meanwhile is dropped now
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -143,7 +147,11 @@ def _local(points: Sequence[dict[str, Any]], workers: int, cancel: CancelFn | No
                                   initializer=_worker_init, initargs=(os.getpid(),))
     interrupted = False
     try:
-        pending = {pool.submit(run_point, p) for p in points}
+        # the workers are spawned by submit: with SIGINT blocked here they inherit the mask
+        # through exec, so a Ctrl-C before their initializer ignores it does not end them
+        # with a traceback of their start-up; here it waits for the spawns to be complete
+        with _sigint_blocked():
+            pending = {pool.submit(run_point, p) for p in points}
         while pending:
             if cancel is not None and cancel():
                 raise SimulationCancelled("study cancelled")
@@ -158,6 +166,19 @@ def _local(points: Sequence[dict[str, Any]], workers: int, cancel: CancelFn | No
             _stop_workers(pool)
         else:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread for the block (POSIX), delivered when it ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _stop_workers(pool: cf.ProcessPoolExecutor) -> None:

@@ -1,13 +1,15 @@
 """Crash-safe file writes shared by every module that saves user data."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,42 @@ def replace_target(path: str | os.PathLike[str]) -> Path:
         raise OutputPathError(f"{shown} is {kind}: expected a regular file's path (outputs "
                               "are written to a temporary file and moved onto it)")
     return p
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], *, keep_existing: bool = False,
+                suffix: str = ".tmp") -> Iterator[Path]:
+    """A temporary path next to ``path`` (a unique name) that replaces it on success: for
+    writers that take a file name (HDF5, PDF, a trace writer), as atomic_write_text for text.
+
+    The caller writes and closes the temporary file inside the ``with`` block; then it is
+    fsynced and moved onto ``path`` with ``os.replace`` (and the folder fsynced).  On error
+    the temporary file is removed and ``path`` is untouched.  With ``keep_existing`` the
+    temporary file starts as a copy of ``path`` (if it exists). ``suffix``: the temporary
+    name's ending (a writer that picks its format by the extension needs the path's own).
+    """
+    path = replace_target(path)          # (a link's target; a device or FIFO refused)
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=folder)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if path.exists():
+            mode = path.stat().st_mode & 0o7777
+            if keep_existing:
+                shutil.copyfile(path, tmp)
+        else:
+            mode = 0o644
+        yield tmp
+        os.chmod(tmp, mode)
+        with tmp.open("rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

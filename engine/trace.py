@@ -65,12 +65,9 @@ the line (text) or record (binary/HDF5) and what was expected.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +78,7 @@ import numpy as np
 from engine import kernel_aot
 from engine.bits import trailing_zeros
 from engine.errors import TraceError
-from engine.fileio import fsync_dir, replace_target
+from engine.fileio import atomic_path
 from engine.lazy_jit import njit   # numba.njit, numba imported at first use
 
 __all__ = [
@@ -1254,39 +1251,6 @@ class _Validated:
 
 
 
-@contextlib.contextmanager
-def _atomic_path(path: Path, *, keep_existing: bool = False) -> Iterator[Path]:
-    """A temporary path next to ``path`` that replaces it on success.
-
-    The caller writes and closes the temporary file inside the ``with`` block; then it is
-    fsynced and moved onto ``path`` with ``os.replace`` (and the folder fsynced).  On error
-    the temporary file is removed and ``path`` is untouched.  With ``keep_existing`` the
-    temporary file starts as a copy of ``path`` (if it exists).
-    """
-    path = replace_target(path)          # (a link's target; a device or FIFO refused)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        if path.exists():
-            mode = path.stat().st_mode & 0o7777
-            if keep_existing:
-                shutil.copyfile(path, tmp)
-        else:
-            mode = 0o644
-        yield tmp
-        os.chmod(tmp, mode)
-        with tmp.open("rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_dir(folder)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
 def write_text(path: PathLike, chunks_or_chunk: TraceChunk | Iterable[TraceChunk]) -> int:
     """Write a DRAMsim3 text trace (``0x%x READ|WRITE %d`` lines); returns the request count.
 
@@ -1296,7 +1260,7 @@ def write_text(path: PathLike, chunks_or_chunk: TraceChunk | Iterable[TraceChunk
     src = _Validated(p, chunks_or_chunk)
     step = 1 << 16
     buf = np.empty(step * 45, np.uint8)
-    with _atomic_path(p) as tmp:
+    with atomic_path(p) as tmp:
         with tmp.open("wb") as f:
             for c in src:
                 a = c.addr.view(np.int64)
@@ -1312,7 +1276,7 @@ def write_binary(path: PathLike, chunks_or_chunk: TraceChunk | Iterable[TraceChu
     """Write a ``.dmt`` binary trace (see the module docstring); returns the request count."""
     p = Path(path)
     src = _Validated(p, chunks_or_chunk)
-    with _atomic_path(p) as tmp:
+    with atomic_path(p) as tmp:
         with tmp.open("wb") as f:
             head = np.zeros(1, BINARY_HEADER)
             head["magic"] = BINARY_MAGIC
@@ -1384,7 +1348,7 @@ def write_hdf5(path: PathLike, chunks_or_chunk: TraceChunk | Iterable[TraceChunk
     p = Path(path)
     src = _Validated(p, chunks_or_chunk)
     keep = p.exists() and h5py.is_hdf5(str(p))
-    with _atomic_path(p, keep_existing=keep) as tmp:
+    with atomic_path(p, keep_existing=keep) as tmp:
         with h5py.File(tmp, "a" if keep else "w") as h5:
             if group in h5:
                 del h5[group]

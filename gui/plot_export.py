@@ -9,18 +9,15 @@ vectors; images (the heatmap) are embedded as pictures.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QRectF, QSize
 from PySide6.QtGui import QColor, QImage, QPainter
 
-from engine.fileio import atomic_write_text, replace_target
+from engine.fileio import atomic_path, atomic_write_text, replace_target
 
 FORMATS = ("png", "svg", "csv")
 BACKGROUND = "black"       # the dark theme's; exports use gui.theme.export_theme() (light)
@@ -39,23 +36,11 @@ def _background(theme: str | None) -> QColor:
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a temporary file next to ``path`` and move it onto ``path``."""
-    path = replace_target(path)          # (a link's target; a device or FIFO refused)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp",
-                                dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
+    """Call ``write(tmp)`` on a temporary file next to ``path`` (with its extension: the
+    image writers pick the format by it) and move it onto ``path`` (engine.fileio)."""
+    with atomic_path(path, suffix=Path(path).suffix or ".tmp") as tmp:
         write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)        # mkstemp made it 0600
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    return path
+    return replace_target(path)
 
 
 def render_png(scene: Any, source: QRectF, path: str | Path, scale: float = 2.0,

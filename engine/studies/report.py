@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from engine.fileio import atomic_write_text
+from engine.fileio import atomic_path, atomic_write_text
 from engine.studies.catalog import Analysis, FigureSpec, get_study, join
 
 log = logging.getLogger(__name__)
@@ -260,9 +260,11 @@ def write_pdf(path: Path, lines: Sequence[str], figures: Sequence[FigureSpec]) -
     Figure = _matplotlib()
     from matplotlib.backends.backend_pdf import PdfPages
     lines = _drawable(lines)
-    tmp = path.with_name(path.name + ".part")
     pages = 0
-    with PdfPages(tmp, metadata={"Creator": "DiffMem Studio", "CreationDate": None}) as pdf:
+    # (a unique temporary name, removed on failure: two processes rendering into one folder
+    # wrote the same report.pdf.part, and a failed render left it behind)
+    with atomic_path(path) as tmp, PdfPages(
+            tmp, metadata={"Creator": "DiffMem Studio", "CreationDate": None}) as pdf:
         for start in range(0, max(1, len(lines)), PDF_LINES_PER_PAGE):
             fig = Figure(figsize=(8.27, 11.69))
             fig.text(0.05, 0.97, "\n".join(lines[start:start + PDF_LINES_PER_PAGE]),
@@ -274,7 +276,6 @@ def write_pdf(path: Path, lines: Sequence[str], figures: Sequence[FigureSpec]) -
             fig.text(0.01, 0.005, textwrap.fill(spec.caption, 150), fontsize=7, va="bottom")
             pdf.savefig(fig)
             pages += 1
-    tmp.replace(path)
     return pages
 
 

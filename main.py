@@ -10,12 +10,16 @@ commands that need them, so `--help` and `presets` answer at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 REPO = Path(__file__).resolve().parent          # in a PyInstaller bundle: its _internal/
 FROZEN = bool(getattr(sys, "frozen", False))    # running as the packaged application
@@ -518,11 +522,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     _torch_threads(args)
     halo = _fused_halo(args)
     net = with_batch(load_network(args.network), args.batch)
-    result, space = optimize(net, args.hw, args.method, _budget(args), args.seed,
-                             progress=progress, refine=not args.no_refine)
+    with _ctrl_c_stops() as stopped:
+        budget = dataclasses.replace(_budget(args), stop=stopped.is_set)
+        result, space = optimize(net, args.hw, args.method, budget, args.seed,
+                                 progress=progress, refine=not args.no_refine)
     data = schedule_json(result, space)
     data["batch"] = args.batch
     data["fused_halo"] = halo
+    data["stopped_early"] = stopped.is_set()
     if Path(args.network).suffix.lower() == ".json" and Path(args.network).is_file():
         data["network_file"] = str(Path(args.network).absolute())   # (evaluate reads it)
     _write_json(args.out, data)
@@ -532,8 +539,33 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if result.raw is not None and not args.no_refine:
         print(f"  search alone: EDP {result.raw.edp:.4g} pJ x cycles; after the refinement:")
     print(f"  {_edp_line(data)}; {len(data['fused_edges'])} fused edge(s)")
-    print(f"schedule written to {args.out}")
+    print(f"schedule written to {args.out}" + (
+        " (stopped early by Ctrl-C: the best schedule found until then)"
+        if stopped.is_set() else ""))
     return 0
+
+
+@contextlib.contextmanager
+def _ctrl_c_stops() -> Iterator[threading.Event]:
+    """A first Ctrl-C sets the event (a search budget's ``stop``: the search ends as if its
+    budget were spent and its best schedule is kept, refined and written, as the GUI's Stop
+    does); a second one interrupts as usual. Main thread only (elsewhere: no handler)."""
+    stopped = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stopped
+        return
+
+    def first(signum: int, frame: Any) -> None:
+        if stopped.is_set():
+            raise KeyboardInterrupt
+        stopped.set()
+        print("stopping: the best schedule so far is kept (Ctrl-C again to abort)",
+              file=sys.stderr, flush=True)
+    old = signal.signal(signal.SIGINT, first)
+    try:
+        yield stopped
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -630,9 +662,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _torch_threads(args)
     halo = _fused_halo(args)
     methods = args.methods or list(METHODS)
+
+    def keep(comp: Any) -> None:
+        # the runs finished so far, after each one: a Ctrl-C or a failure in a later run
+        # keeps them ("complete": false)
+        _write_json(args.out, {**comp.to_json(complete=False), "fused_halo": halo})
     comp = run_comparison(args.hw, args.networks, methods, _budget(args),
                           args.seeds, on_run=on_run, refine=not args.no_refine,
-                          batch=args.batch)
+                          batch=args.batch, on_progress=keep if args.out else None)
     print(format_table(comp))
     if args.out is not None:
         _write_json(args.out, {**comp.to_json(), "fused_halo": halo})

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from optimizer.batching import with_batch
+from optimizer.errors import OptimizerError
 from optimizer.hardware import GemminiHardware, load_hardware
 from optimizer.methods import get_method, optimize
 from optimizer.search import Budget
@@ -64,10 +65,11 @@ class Comparison:
         return sum(vals) / len(vals) if vals else math.nan
 
     def spread(self, network: str, method: str, column: str = "refined") -> float:
-        """Sample standard deviation over the seeds relative to the mean (0 for one seed)."""
+        """Sample standard deviation over the seeds relative to the mean; nan with fewer
+        than two seeds (no spread measured: it read 0 %, as if every seed agreed)."""
         vals = self._vals(network, method, column)
         if len(vals) < 2:
-            return 0.0
+            return math.nan
         return statistics.stdev(vals) / (sum(vals) / len(vals))
 
     def wall(self, method: str) -> float:
@@ -92,9 +94,13 @@ class Comparison:
     def columns(self) -> tuple[str, ...]:
         return COLUMNS if self.refine else ("raw",)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, complete: bool = True) -> dict[str, Any]:
+        """The table as JSON (nan, e.g. a spread over one seed or a network not run yet by
+        an interrupted comparison, as null); ``complete`` False: the runs finished so far."""
         cols = self.columns()
-        return {"hardware": self.hardware, "budget": self.budget, "networks": self.networks,
+        return _nulls({
+                "complete": complete,
+                "hardware": self.hardware, "budget": self.budget, "networks": self.networks,
                 "methods": self.methods, "seeds": self.seeds, "batch": self.batch,
                 "refine": self.refine, "edp_unit": "pJ x cycles",
                 "edp_definition": "(sum of layer cycles) x (sum of layer energies)",
@@ -106,20 +112,40 @@ class Comparison:
                 "per_network": {n: {m: {c: {"mean": self.mean_edp(n, m, c),
                                             "rel_sd": self.spread(n, m, c)} for c in cols}
                                     for m in self.methods} for n in self.networks},
-                "runs": [asdict(r) for r in self.runs]}
+                "runs": [asdict(r) for r in self.runs]})
+
+
+def _nulls(x: Any) -> Any:
+    """x with every nan float replaced by None (JSON has no NaN)."""
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _nulls(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_nulls(v) for v in x]
+    return x
 
 
 def run_comparison(hw: GemminiHardware | str, networks: Sequence[str] = NETWORKS,
                    methods: Sequence[str] = ("random", "ga", "bo", "dosa"),
                    budget: Budget | None = None, seeds: Sequence[int] = (0,),
                    on_run: Callable[[RunRecord], None] | None = None, refine: bool = True,
-                   batch: int = 1) -> Comparison:
-    """Every method on every network with the same budget, seeds and refinement stage."""
+                   batch: int = 1,
+                   on_progress: Callable[[Comparison], None] | None = None) -> Comparison:
+    """Every method on every network with the same budget, seeds and refinement stage.
+    ``on_progress(comparison so far)`` after every run (e.g. to keep a partial table)."""
     hard = hw if isinstance(hw, GemminiHardware) else load_hardware(hw)
     budget = budget or Budget(cpu_seconds=5.0)
     for m in methods:
         get_method(m)                       # unknown methods fail before any run
     nets = [with_batch(load_network(n), batch) for n in networks]
+    # (a network, method or seed given twice ran twice: a duplicate column or row, a 0 %
+    # spread from identical runs, a network weighted twice in the average)
+    for what, names in (("network", [n.name for n in nets]), ("method", list(methods)),
+                        ("seed", [str(x) for x in seeds])):
+        twice = sorted({x for x in names if names.count(x) > 1})
+        if twice:
+            raise OptimizerError(f"compare: {what} {', '.join(twice)} given more than once")
     comp = Comparison(hard.name, budget.to_dict(), [n.name for n in nets], list(methods),
                       list(seeds), batch=batch, refine=refine)
     for net in nets:
@@ -135,7 +161,14 @@ def run_comparison(hw: GemminiHardware | str, networks: Sequence[str] = NETWORKS
                 comp.runs.append(rec)
                 if on_run is not None:
                     on_run(rec)
+                if on_progress is not None:
+                    on_progress(comp)
     return comp
+
+
+def _pct(spread: float) -> str:
+    """A relative spread as ' 12%' (n/a: fewer than two seeds)."""
+    return "n/a" if math.isnan(spread) else f"{spread * 100:3.0f}%"
 
 
 def format_table(comp: Comparison) -> str:
@@ -152,7 +185,7 @@ def format_table(comp: Comparison) -> str:
         lines += [head, "-" * len(head)]
         for n in comp.networks:
             lines.append(f"{n:<{width}}  " + "  ".join(
-                f"{comp.mean_edp(n, m, col):>9.4g} ({comp.spread(n, m, col) * 100:3.0f}%)"
+                f"{comp.mean_edp(n, m, col):>9.4g} ({_pct(comp.spread(n, m, col))})"
                 for m in ms))
         lines.append(f"{'average EDP':<{width}}  " + "  ".join(
             f"{comp.average(m, col):>17.4g}" for m in ms))

@@ -9,6 +9,7 @@ evaluator; ``raw`` holds the search's own result); :func:`schedule_json` turns i
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from pathlib import Path
@@ -23,6 +24,8 @@ from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult
 from optimizer.space import SearchSpace
 from optimizer.timeline import build_timeline
 from optimizer.workload import Network, load_network
+
+log = logging.getLogger(__name__)
 
 MethodFn = Callable[..., SearchResult]
 HISTORY_POINTS = 200            # convergence points kept in a schedule file
@@ -91,6 +94,13 @@ def optimize(network: Network | str | Path, hw: GemminiHardware | str | Path,
     hard = hw if isinstance(hw, GemminiHardware) else load_hardware(hw)
     run = get_method(method)
     budget = budget or Budget(evaluations=50_000)
+    if budget.evaluations is not None and budget.evaluations < 2 * len(net.layers):
+        # (one evaluation of every layer is the least a method does: --evaluations 1 gave
+        # FADiff's start and 37 evaluations for the others, and nothing said so)
+        log.warning("%s: a budget of %d layer-mapping evaluations is less than two of the "
+                    "network's %d layers each: %s returns about its starting schedule, and "
+                    "may use up to one evaluation of the network more", net.name,
+                    budget.evaluations, len(net.layers), method)
     t0, c0 = time.perf_counter(), time.process_time()
     space = SearchSpace.build(net, hard)
     # the budget covers the whole run: what building the space took, and a small reserve for

@@ -148,3 +148,21 @@ def test_a_dimension_with_more_splits_than_kept_keeps_the_minimal_one_and_a_spre
     # a spatial dimension keeps its largest spatial factors first
     k = S.dim_splits("conv", "K", 2 ** 12 * 3 ** 4, hw).table
     assert len(k) == S.MAX_SPLITS and k[:, 4].max() == 32 and 2 not in k[:, 4]
+
+
+def test_a_budget_below_two_network_evaluations_is_said(caplog):
+    """--evaluations 1 returned the start schedule (FADiff) or spent 37 (the others) without
+    a word: a budget under two evaluations of every layer is now a warning naming both."""
+    import logging
+
+    from optimizer.methods import optimize
+    from optimizer.search import Budget
+    with caplog.at_level(logging.WARNING, logger="optimizer.methods"):
+        res, _ = optimize("resnet18", "large", "random", Budget(evaluations=5), 0)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "a budget of 5 layer-mapping evaluations" in said[0] \
+        and "21 layers" in said[0] and res.result.valid
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="optimizer.methods"):
+        optimize("resnet18", "large", "random", Budget(evaluations=42), 0)
+    assert not caplog.records

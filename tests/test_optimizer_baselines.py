@@ -215,6 +215,76 @@ def test_cli_evaluate_rescores_with_the_settings_the_schedule_was_saved_with(
     assert rc == 2 and "'batch' = '4': expected a positive integer" in err
 
 
+def test_cli_optimize_ctrl_c_keeps_the_best_schedule_and_a_second_aborts(
+        tmp_path: Path, net_file: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first Ctrl-C stops the search as if its budget were spent: the best schedule so far
+    is written, marked stopped_early (it was lost); a second one aborts, writing nothing."""
+    import signal
+
+    import optimizer.methods as methods
+    real = methods.optimize
+    seen = []
+
+    def interrupted(net, hw, method, budget, seed, **kw):
+        signal.raise_signal(signal.SIGINT)            # the user's Ctrl-C, mid-run
+        seen.append(budget.stopped())
+        return real(net, hw, method, budget, seed, **kw)
+    monkeypatch.setattr(methods, "optimize", interrupted)
+    out = tmp_path / "s.json"
+    rc, text, err = run_cli(capsys, "optimize", "--network", net_file, "--hw", "small",
+                            "--evaluations", "100000", "--out", out)
+    assert rc == 0 and seen == [True] and "stopping: the best schedule so far" in err
+    data = json.loads(out.read_text())
+    assert data["stopped_early"] is True and data["valid"] and data["evaluations"] < 100000
+    assert "stopped early by Ctrl-C" in text
+
+    def twice(net, hw, method, budget, seed, **kw):
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
+        raise AssertionError("not reached")
+    monkeypatch.setattr(methods, "optimize", twice)
+    rc, text, err = run_cli(capsys, "optimize", "--network", net_file, "--hw", "small",
+                            "--out", tmp_path / "t.json")
+    assert rc == 130 and "interrupted" in err and not (tmp_path / "t.json").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # restored
+
+
+def test_cli_compare_keeps_finished_runs_and_refuses_duplicates(
+        tmp_path: Path, net_file: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--out holds the runs finished so far after each one ("complete": false), so a Ctrl-C
+    in the third run keeps two (nothing was written); one seed's spread is n/a (it read
+    0 %); a network, method or seed given twice is an error before any run."""
+    import optimizer.compare as compare
+    real, calls = compare.optimize, []
+
+    def third_interrupted(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+    monkeypatch.setattr(compare, "optimize", third_interrupted)
+    out = tmp_path / "t.json"
+    rc, text, err = run_cli(capsys, "compare", "--hw", "small", "--networks", net_file,
+                            "--methods", "random", "ga", "--seeds", "0", "1",
+                            "--evaluations", "15", "--out", out)
+    assert rc == 130
+    partial = json.loads(out.read_text())
+    assert partial["complete"] is False and len(partial["runs"]) == 2
+    monkeypatch.setattr(compare, "optimize", real)
+    rc, text, err = run_cli(capsys, "compare", "--hw", "small", "--networks", net_file,
+                            "--methods", "random", "--evaluations", "15", "--out", out)
+    table = json.loads(out.read_text())
+    assert rc == 0 and table["complete"] is True and "(n/a)" in text
+    name = table["networks"][0]
+    assert table["per_network"][name]["random"]["refined"]["rel_sd"] is None
+    for twice in (["--methods", "ga", "ga"], ["--seeds", "3", "3"]):
+        rc, text, err = run_cli(capsys, "compare", "--hw", "small", "--networks", net_file,
+                                "--evaluations", "15", *twice)
+        assert rc == 2 and "given more than once" in err
+
+
 def test_cli_compare(tmp_path: Path, net_file: Path,
                      capsys: pytest.CaptureFixture[str]) -> None:
     rc, text, err = run_cli(capsys, "compare", "--hw", "small", "--networks", net_file,

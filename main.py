@@ -401,6 +401,10 @@ def cmd_study(args: argparse.Namespace) -> int:
 DEFAULT_CPU_SECONDS = 6.0      # optimize's default budget (process CPU seconds)
 
 
+#: seconds between two progress lines of a search (optimize)
+PROGRESS_EVERY_S = 5.0
+
+
 def _budget(args: argparse.Namespace) -> Any:
     """--evaluations (layer-mapping evaluations) / --cpu-seconds / --seconds; with none,
     DEFAULT_CPU_SECONDS of CPU time or the command's ``default_wall_s`` (set by
@@ -511,10 +515,16 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     _outputs_first(args, out="schedule output")
     from optimizer.methods import optimize, schedule_json
 
+    last = [time.monotonic()]
+
     def progress(p: Any) -> None:
-        if sys.stderr.isatty() and p.step % 50 == 0:
+        # every PROGRESS_EVERY_S, whatever a method calls a step (BO's step is 8 trials: every
+        # 50th step never came, and a 50 s run printed nothing), terminal or log file alike
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY_S:
+            last[0] = now
             print(f"  ... {p.method} step {p.step}, {p.evaluations} evaluations, best EDP "
-                  f"{p.best_edp:.4g}", file=sys.stderr, flush=True)
+                  f"{p.best_edp:.4g} pJ x cycles", file=sys.stderr, flush=True)
 
     from optimizer.batching import with_batch
     from optimizer.workload import load_network

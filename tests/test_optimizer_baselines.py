@@ -285,6 +285,20 @@ def test_cli_compare_keeps_finished_runs_and_refuses_duplicates(
         assert rc == 2 and "given more than once" in err
 
 
+def test_cli_optimize_progress_lines_are_timed_not_counted_in_steps(
+        tmp_path: Path, net_file: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Progress lines come every PROGRESS_EVERY_S whatever a method's step is and where
+    stderr goes (every 50th step, on a terminal only: a 50 s Bayesian run printed nothing),
+    with the EDP's unit."""
+    monkeypatch.setattr(cli, "PROGRESS_EVERY_S", 0.0)
+    rc, text, err = run_cli(capsys, "optimize", "--network", net_file, "--hw", "small",
+                            "--method", "bo", "--evaluations", "400", "--out",
+                            tmp_path / "s.json")
+    lines = [x for x in err.splitlines() if x.startswith("  ... bo step")]
+    assert rc == 0 and lines and all(x.endswith("pJ x cycles") for x in lines)
+
+
 def test_cli_compare(tmp_path: Path, net_file: Path,
                      capsys: pytest.CaptureFixture[str]) -> None:
     rc, text, err = run_cli(capsys, "compare", "--hw", "small", "--networks", net_file,

@@ -19,7 +19,6 @@ form builders. The derived read-only properties reproduce DRAMsim3's ``Config`` 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 import math
 import os
@@ -580,8 +579,8 @@ _BY_INI_KEY: dict[tuple[str, str], ParamSpec] = {(s.ini_section, s.name.lower())
 
 def _suggest(key: str, names: Any) -> str:
     """' (did you mean ...?)' for a misspelt key, or ''."""
-    close = difflib.get_close_matches(key, list(names), n=3)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    from engine.names import did_you_mean
+    return did_you_mean(key, names, n=3)
 
 
 def _check_value(spec: ParamSpec, value: Any, error: _ErrorFactory) -> None:
@@ -821,9 +820,9 @@ def _preset_path(name_or_path: str | os.PathLike[str]) -> Path:
         raise ConfigError("a folder, expected a preset name or a .toml/.ini file", path=path)
     candidate = PRESET_DIR / f"{name_or_path}.toml"
     if not candidate.is_file():
+        from engine.names import did_you_mean
         names = list_presets()
-        same = [n for n in names if n.lower() == str(name_or_path).lower()]
-        hint = f" (did you mean '{same[0]}'?)" if same else ""
+        hint = did_you_mean(str(name_or_path), names)
         raise ConfigError(f"no preset named '{name_or_path}'{hint}; available: "
                           f"{', '.join(names) or 'none'}")
     return candidate

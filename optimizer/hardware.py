@@ -161,10 +161,14 @@ def load_hardware(name_or_path: str | Path) -> GemminiHardware:
     text = str(name_or_path)
     path = Path(text)
     if not path.suffix and not path.exists():
-        candidate = HARDWARE_DIR / f"{text}.toml"
+        from engine.names import did_you_mean
+        known = list_hardware()
+        # (names as the list gives them, case ignored: 'Large' is 'large', as networks are)
+        same = [k for k in known if k.lower() == text.lower()]
+        candidate = HARDWARE_DIR / f"{same[0] if same else text}.toml"
         if not candidate.exists():
-            raise HardwareError(f"unknown hardware '{text}': expected one of "
-                                f"{', '.join(list_hardware())} or a .toml file")
+            raise HardwareError(f"unknown hardware '{text}'{did_you_mean(text, known)}: "
+                                f"expected one of {', '.join(known)} or a .toml file")
         path = candidate
     try:
         data = tomllib.loads(path.read_bytes().decode("utf-8"))

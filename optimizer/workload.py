@@ -227,7 +227,9 @@ def load_network(name_or_path: str | Path) -> Network:
         return BUILTIN[key]()
     path = Path(text)
     if path.suffix.lower() != ".json" and not path.exists():
-        raise WorkloadError(f"unknown network '{text}': expected one of "
+        from engine.names import did_you_mean
+        hint = did_you_mean(key, BUILTIN)
+        raise WorkloadError(f"unknown network '{text}'{hint}: expected one of "
                             f"{', '.join(sorted(BUILTIN))} or a .json file")
     return network_from_json(read_json(path, WorkloadError), path.stem, path)
 

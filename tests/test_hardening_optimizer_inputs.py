@@ -166,3 +166,23 @@ def test_a_budget_below_two_network_evaluations_is_said(caplog):
     with caplog.at_level(logging.WARNING, logger="optimizer.methods"):
         optimize("resnet18", "large", "random", Budget(evaluations=42), 0)
     assert not caplog.records
+
+
+def test_names_are_suggested_alike_for_every_lookup():
+    """One 'did you mean' (engine.names) for presets, studies, hardware and networks: a
+    case variant first, then the closest spelling; hardware names now ignore case, as
+    network names did ('Large' was refused)."""
+    from engine.config import load_config
+    from engine.errors import ConfigError
+    from engine.names import close_names, did_you_mean
+    from optimizer.workload import load_network
+    assert close_names("ddr4-3200", ["DDR4-3200", "DDR4-3200-8ch"]) == ["DDR4-3200"]
+    assert did_you_mean("DDR4-320", ["DDR4-3200", "HBM2"]) == " (did you mean 'DDR4-3200'?)"
+    assert did_you_mean("zzz", ["DDR4-3200", "HBM2"]) == ""
+    assert load_hardware("Large") == load_hardware("large")
+    with pytest.raises(HardwareError, match=r"unknown hardware 'larg' \(did you mean 'large'"):
+        load_hardware("larg")
+    with pytest.raises(WorkloadError, match=r"'resnt18' \(did you mean 'resnet18'\?\)"):
+        load_network("resnt18")
+    with pytest.raises(ConfigError, match=r"'DDR4-320' \(did you mean 'DDR4-3200'\?\)"):
+        load_config("DDR4-320")

@@ -1284,8 +1284,6 @@ def get_study(name: str) -> Study:
     try:
         return STUDIES[name]
     except KeyError:
-        import difflib
-        close = difflib.get_close_matches(name, list(STUDIES), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise StudyError(f"no study named '{name}'{hint}; available: "
+        from engine.names import did_you_mean
+        raise StudyError(f"no study named '{name}'{did_you_mean(name, STUDIES)}; available: "
                          f"{', '.join(STUDIES)}") from None

@@ -1137,6 +1137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DiffMemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader of our output went away (`... | head`): not an error of the command;
+        # stdout pointed at /dev/null so that the interpreter's own flush at exit is quiet
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141                  # 128 + SIGPIPE, as a shell reports a piped command
     except OSError as exc:          # unreadable input, unwritable output: the user's to fix
         print(f"error: {exc}", file=sys.stderr)
         return 2

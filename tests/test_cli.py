@@ -208,3 +208,24 @@ def test_quiet_logs_warnings_only(tmp_path: Path) -> None:
     assert res.returncode == 0 and "WARNING" in res.stderr and "beyond the capacity" in res.stderr
     res = run_main("-q", "-v", "simulate", "--config", "HBM2", "--trace", trace)
     assert res.returncode == 2 and "not allowed with argument" in res.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_is_not_an_error(tmp_path: Path) -> None:
+    """`main.py ... | head`: the reader closes the pipe; the command ends quietly with 141
+    (128 + SIGPIPE, as a shell reports it), not 'error: [Errno 32] Broken pipe'."""
+    code = ("import sys, main\n"
+            "def chatty(args):\n"
+            "    for i in range(200000):\n"
+            "        print('line', i)\n"
+            "    return 0\n"
+            "main.cmd_presets = chatty\n"
+            "sys.exit(main.main(['presets']))\n")
+    res = subprocess.run(f"{sys.executable} -c \"{code}\" | head -1", shell=True, cwd=REPO,
+                         capture_output=True, text=True, timeout=120,
+                         executable="/bin/bash")
+    assert res.stdout == "line 0\n"
+    assert "Broken pipe" not in res.stderr and "error" not in res.stderr, res.stderr
+    rc = subprocess.run(f"set -o pipefail; {sys.executable} -c \"{code}\" | head -1",
+                        shell=True, cwd=REPO, capture_output=True, text=True, timeout=120,
+                        executable="/bin/bash").returncode
+    assert rc == 141

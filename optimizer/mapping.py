@@ -24,6 +24,14 @@ LEVELS = ("DRAM", "Scratchpad", "Accumulator", "Registers")
 DEFAULT_ORDER = DIMS
 
 
+def _whole(v: Any, what: str) -> int:
+    """A loop factor as JSON gives it: an integer (int("2") took a string and int(2.7) made
+    it 2 without a word)."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise MappingError(f"{what} = {v!r}: expected a whole number")
+    return v
+
+
 @dataclass
 class LayerMapping:
     """Factors ``temporal[level][dim]`` (levels outer to inner), loop orders
@@ -66,7 +74,8 @@ class LayerMapping:
             temporal, orders = [], []
             for lv in LEVELS:
                 entry = data["temporal"][lv]
-                factors = {d: int(entry["factors"].get(d, 1)) for d in DIMS}
+                factors = {d: _whole(entry["factors"].get(d, 1), f"{where}: {lv} factor {d}")
+                           for d in DIMS}
                 if any(v < 1 for v in factors.values()):
                     raise MappingError(f"{where}: factors at {lv} must be positive")
                 order = tuple(entry.get("order_outer_to_inner", DEFAULT_ORDER))
@@ -81,7 +90,8 @@ class LayerMapping:
             if set(sc) - {"C"} and any(v != 1 for d, v in sc.items() if d != "C"):
                 raise MappingError(f"{where}: only C may be unrolled across PE rows "
                                    f"(spatial.Accumulator), got {sc}")
-            return cls(temporal, orders, int(sk.get("K", 1)), int(sc.get("C", 1)))
+            return cls(temporal, orders, _whole(sk.get("K", 1), f"{where}: spatial K"),
+                       _whole(sc.get("C", 1), f"{where}: spatial C"))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise MappingError(f"{where}: malformed mapping ({exc!r}); expected temporal."
                                "<DRAM|Scratchpad|Accumulator|Registers>.factors and spatial "

@@ -186,3 +186,20 @@ def test_names_are_suggested_alike_for_every_lookup():
         load_network("resnt18")
     with pytest.raises(ConfigError, match=r"'DDR4-320' \(did you mean 'DDR4-3200'\?\)"):
         load_config("DDR4-320")
+
+
+@pytest.mark.parametrize("bad", ["2", 2.7, True, None])
+def test_a_mapping_factor_must_be_a_whole_number(tmp_path, bad):
+    """A loop factor written as "2" was taken, and 2.7 became 2, silently: each is now an
+    error naming the layer, level and loop."""
+    from optimizer.mapping import LayerMapping
+    levels = {lv: {"factors": {}} for lv in ("DRAM", "Scratchpad", "Accumulator", "Registers")}
+    levels["Scratchpad"]["factors"]["K"] = bad
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"network": "x", "layers": {"conv": {"temporal": levels}}}))
+    with pytest.raises(MappingError, match=r"layer 'conv': Scratchpad factor K = .*: expected "
+                                           r"a whole number"):
+        load_schedule(p)
+    levels["Scratchpad"]["factors"]["K"] = 2
+    ok = LayerMapping.from_notation({"temporal": levels}, "m")
+    assert ok.temporal[1]["K"] == 2

@@ -715,7 +715,10 @@ def cmd_cosim(args: argparse.Namespace) -> int:
                                 budget=budget, iterations=args.iterate, layout=args.layout,
                                 placement=args.placement, acc_ghz=args.acc_ghz,
                                 cache_dir=args.cache_dir, validate=args.validate or 0,
-                                progress=progress)
+                                progress=progress,
+                                # (the iterations measured so far, after each: a Ctrl-C or a
+                                # failure later keeps them, "complete": false)
+                                on_partial=lambda doc: _write_json(args.out, doc))
     summary = data["summary"]
     _write_json(args.out, data)
     print(f"{net.name} on {hw.name} with {memory.name} ({args.layout}, {args.placement}):")
@@ -723,7 +726,7 @@ def cmd_cosim(args: argparse.Namespace) -> int:
         c = it.cosim
         print(f"  iteration {it.iteration} (optimised under the {it.hardware['dram_model']} "
               f"DRAM model): model EDP {it.model_edp:.4g} with per-byte DRAM, "
-              f"{c.model_edp:.4g} with the calibrated DRAM term; engine EDP "
+              f"{c.model_edp:.4g} with the DRAM term as fitted then; engine EDP "
               f"{c.engine_edp:.4g} pJ x cycles, {len(it.fused)} fused edge(s)"
               f"{' (kept)' if it.kept else ''}")
     print(f"  engine-measured EDP {summary['engine_edp_first']:.4g} -> "

@@ -286,13 +286,16 @@ def _same(a: Schedule, b: Schedule) -> bool:
 def closed_loop(net: Network, hw: GemminiHardware, memory: Any, *, optimize: Callable,
                 iterations: int = 3, layout: str = "nhwc", placement: str = "packed",
                 acc_ghz: float = 1.0, cache_dir: Any = None,
-                progress: Callable[[str], None] | None = None) -> list[LoopIteration]:
+                progress: Callable[[str], None] | None = None,
+                on_iteration: Callable[[list[LoopIteration]], None] | None = None
+                ) -> list[LoopIteration]:
     """Iteration 0 optimises under ``hw`` (the hardware file's per-byte DRAM); each later
     iteration re-fits the DRAM term on the engine's measurements of every schedule so far,
     optimises under it and measures the result.  The best engine-measured EDP is kept
     (``kept``); the loop stops after ``iterations`` re-optimisations, when a re-optimisation
     does not improve the engine EDP, or when it returns a schedule already measured.
-    ``optimize(net, hw) -> (Schedule, ScheduleResult)``."""
+    ``optimize(net, hw) -> (Schedule, ScheduleResult)``; ``on_iteration(iterations so far)``
+    after each measured iteration (``kept`` marks the best so far)."""
     from optimizer.dram_model import refit
     dhw = dram_hardware(hw, memory, layout=layout, acc_ghz=acc_ghz, cache_dir=cache_dir)
     out: list[LoopIteration] = []
@@ -324,6 +327,10 @@ def closed_loop(net: Network, hw: GemminiHardware, memory: Any, *, optimize: Cal
         observations += cs.observations()
         dhw = replace(dhw, dram=refit(dhw.dram, observations))
         rec.refit_hw = current = dhw
+        if on_iteration is not None:
+            for r in out:
+                r.kept = r is best
+            on_iteration(out)
         if it > 0 and not improved:
             break
     for rec in out:

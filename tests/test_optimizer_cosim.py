@@ -142,3 +142,39 @@ def test_closed_loop_measures_and_reoptimises_on_the_engine(dram_calibration_dir
                       "ranking_agrees"}
     assert s["engine_edp_last"] <= s["engine_edp_first"]
     json.dumps(iters[0].cosim.to_json())
+
+
+def test_cosim_keeps_the_iterations_measured_before_a_ctrl_c(dram_calibration_dir,
+                                                              monkeypatch):
+    """run_cosim_job hands the document so far to on_partial after each measured iteration
+    ('complete': false; `cosim --out` writes it), so a Ctrl-C in the next re-optimisation
+    keeps them (nothing was written)."""
+    from types import SimpleNamespace
+
+    import optimizer.methods as methods
+    from optimizer.cosim_job import run_cosim_job
+    from optimizer.search import Budget
+    net, hw = _small_net(), load_hardware("small")
+    calls = []
+
+    def optimize(n, h, method, budget, seed):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        space = SearchSpace.build(n, h)
+        ch, fused = polish(space, space.minimal_choices(), [], rounds=1, samples=32)
+        sched = space.schedule(ch, fused)
+        return SimpleNamespace(schedule=sched, result=evaluate_schedule(n, sched, h),
+                               evaluations=1), space
+    monkeypatch.setattr(methods, "optimize", optimize)
+    docs = []
+    with pytest.raises(KeyboardInterrupt):
+        run_cosim_job(net, hw, cosim.load_memory("DDR4-3200"), method="ga", seed=0,
+                      budget=Budget(evaluations=10), iterations=2, layout="nhwc",
+                      placement="packed", acc_ghz=1.0, cache_dir=dram_calibration_dir,
+                      on_partial=docs.append)
+    assert len(docs) == 1 and docs[0]["complete"] is False
+    (it,) = docs[0]["iterations"]
+    assert it["kept"] and it["cosim"]["engine_edp"] > 0
+    assert docs[0]["summary"]["engine_edp_first"] == it["cosim"]["engine_edp"]
+    json.dumps(docs[0])

@@ -697,6 +697,11 @@ def cmd_cosim(args: argparse.Namespace) -> int:
     from optimizer.workload import load_network
 
     _torch_threads(args)
+    if not 0.05 <= args.acc_ghz <= 10.0:
+        # (accepted: a what-if may want it; but a typo of MHz for GHz is the likelier cause)
+        log.warning("--acc-ghz %g: an accelerator clock of %g GHz is outside 0.05-10 GHz "
+                    "(Gemmini runs at ~1 GHz): the DRAM requests are timed with it",
+                    args.acc_ghz, args.acc_ghz)
     net = load_network(args.network)
     hw = load_hardware(args.hw)
     memory = cosim.load_memory(args.memory)

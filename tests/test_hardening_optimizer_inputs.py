@@ -203,3 +203,27 @@ def test_a_mapping_factor_must_be_a_whole_number(tmp_path, bad):
     levels["Scratchpad"]["factors"]["K"] = 2
     ok = LayerMapping.from_notation({"temporal": levels}, "m")
     assert ok.temporal[1]["K"] == 2
+
+
+def test_cosim_warns_of_an_accelerator_clock_outside_a_plausible_range(tmp_path, monkeypatch,
+                                                                       caplog):
+    """--acc-ghz 1000 (a THz accelerator, likely MHz typed for GHz) was taken without a word:
+    it is warned (and still used: a what-if may want it); 1.5 GHz is not."""
+    import logging
+
+    import main as cli
+    import optimizer.cosim_job as job
+
+    class Reached(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Reached
+    monkeypatch.setattr(job, "run_cosim_job", stop)
+    for ghz, warned in (("1000", True), ("1.5", False)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="diffmem"), pytest.raises(Reached):
+            cli.main(["cosim", "--network", "resnet18", "--hw", "large", "--memory",
+                      "DDR4-3200", "--acc-ghz", ghz, "--out", str(tmp_path / "c.json")])
+        said = [r.getMessage() for r in caplog.records if "--acc-ghz" in r.getMessage()]
+        assert bool(said) == warned and (not warned or "outside 0.05-10 GHz" in said[0])

@@ -28,6 +28,7 @@ from optimizer.workload import Network, load_network
 log = logging.getLogger(__name__)
 
 MethodFn = Callable[..., SearchResult]
+TINY_TIME_BUDGET_S = 0.05       # a time budget below this is warned (the space's build alone)
 HISTORY_POINTS = 200            # convergence points kept in a schedule file
 
 
@@ -101,6 +102,11 @@ def optimize(network: Network | str | Path, hw: GemminiHardware | str | Path,
                     "network's %d layers each: %s returns about its starting schedule, and "
                     "may use up to one evaluation of the network more", net.name,
                     budget.evaluations, len(net.layers), method)
+    for what, t in (("CPU seconds", budget.cpu_seconds), ("seconds", budget.seconds)):
+        if t is not None and t < TINY_TIME_BUDGET_S:
+            log.warning("%s: a budget of %g %s is less than building the search space "
+                        "takes: %s returns about its starting schedule", net.name, t, what,
+                        method)
     t0, c0 = time.perf_counter(), time.process_time()
     space = SearchSpace.build(net, hard)
     # the budget covers the whole run: what building the space took, and a small reserve for

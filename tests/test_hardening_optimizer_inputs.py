@@ -166,6 +166,9 @@ def test_a_budget_below_two_network_evaluations_is_said(caplog):
     with caplog.at_level(logging.WARNING, logger="optimizer.methods"):
         optimize("resnet18", "large", "random", Budget(evaluations=42), 0)
     assert not caplog.records
+    with caplog.at_level(logging.WARNING, logger="optimizer.methods"):
+        optimize("resnet18", "large", "random", Budget(cpu_seconds=1e-9), 0)
+    assert "a budget of 1e-09 CPU seconds" in caplog.records[0].getMessage()
 
 
 def test_names_are_suggested_alike_for_every_lookup():

@@ -194,7 +194,8 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
     from engine.fileio import atomic_write_text, prepare_output
     from engine.ramulator.compat import run
 
-    _outputs_first(args, out="statistics output")
+    _outputs_first(args, [("trace input", args.trace), ("run file", args.config)],
+                   out="statistics output")
     if args.cmd_trace:
         # (Ramulator's recorder writes PATH.ch0, PATH.ch1 ...: their folder is PATH's)
         prepare_output(args.cmd_trace + ".ch0", "command trace")
@@ -212,7 +213,7 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
 
 # ==== convert-trace ============================================================================
 def cmd_convert_trace(args: argparse.Namespace) -> int:
-    _outputs_first(args, dst="converted trace")
+    _outputs_first(args, [("source trace", args.src)], dst="converted trace")
     from engine.trace import convert
 
     n = convert(args.src, args.dst)
@@ -463,12 +464,16 @@ def _torch_threads(args: argparse.Namespace) -> None:
     torch.set_num_threads(getattr(args, "threads", None) or 1)
 
 
-def _outputs_first(args: argparse.Namespace, **outputs: str) -> None:
+def _outputs_first(args: argparse.Namespace, inputs: Sequence[tuple[str, Any]] = (),
+                   **outputs: str) -> None:
     """Check the output paths a command will write (attribute of args -> what it is), and
     make their missing folders, before its work: a bad path fails at once, not after a run
-    whose results would be lost."""
-    from engine.fileio import prepare_output
+    whose results would be lost; no output may be one of `inputs` ((what, path) pairs) or
+    another output."""
+    from engine.fileio import check_distinct, prepare_output
 
+    check_distinct([(what, getattr(args, attr, None)) for attr, what in outputs.items()],
+                   inputs)
     for attr, what in outputs.items():
         path = getattr(args, attr, None)
         if path is not None:
@@ -579,7 +584,8 @@ def _ctrl_c_stops() -> Iterator[threading.Event]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    _outputs_first(args, out="evaluation output")
+    _outputs_first(args, [("schedule", args.schedule), ("reference", args.reference)],
+                   out="evaluation output")
     if args.reference is not None:
         from optimizer.reference import score_reference
 
@@ -607,11 +613,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from optimizer.methods import result_json
     from optimizer.workload import load_network
 
-    if args.out is not None and Path(args.out).exists() and \
-            Path(args.out).resolve() == Path(args.schedule).resolve():
-        raise OptimizerError(f"--out {args.out} is the schedule file itself: the evaluation "
-                             "would replace the schedule (and its batch, rule and history); "
-                             "give another file")
     sched, saved = load_saved_schedule(args.schedule)
     name = args.network or saved.network_file or sched.network
     if not name:

@@ -9,7 +9,7 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +152,31 @@ def prepare_output(path: str | os.PathLike[str], what: str, make: bool = True) -
         raise OutputPathError(f"{what} {p}: cannot create a file in the folder {above} "
                               f"({e.strerror or e})") from None
     return p
+
+
+def check_distinct(outputs: Sequence[tuple[str, Any]],
+                   inputs: Sequence[tuple[str, Any]] = ()) -> None:
+    """Before a run: no output is one of its inputs or another of its outputs (the same
+    path, links followed). `outputs` and `inputs`: (what it is, path or None) pairs. Raises
+    OutputPathError naming both (a statistics output on its trace replaced the trace, a
+    summary on the trace output replaced the trace, a conversion onto its source dropped its
+    tags)."""
+    from engine.errors import OutputPathError
+
+    def key(path: Any) -> str:
+        return os.path.realpath(os.fspath(path))
+    seen: dict[str, str] = {}
+    for what, path in inputs:
+        if path is not None and str(path):
+            seen.setdefault(key(path), what)
+    for what, path in outputs:
+        if path is None or not str(path):
+            continue
+        k = key(path)
+        if k in seen:
+            raise OutputPathError(f"{what} {path} is also the {seen[k]}: it would be "
+                                  "replaced; give another path")
+        seen[k] = what
 
 
 def json_default(o: Any) -> Any:

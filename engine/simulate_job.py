@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from engine.fileio import prepare_output
+from engine.fileio import check_distinct, prepare_output
 
 if TYPE_CHECKING:
     from engine.stats import Stats
@@ -59,7 +59,10 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
 
     # outputs checked (and missing folders made) before the run, which may take hours: a
     # bad path would otherwise fail only when the statistics are written
-    for what, path in (("statistics output", out), ("command trace", job.cmd_trace)):
+    outputs = (("statistics output", out), ("command trace", job.cmd_trace))
+    check_distinct(outputs, [("trace input", t) for t in traces] + [
+        ("memory config", job.config if Path(str(job.config)).is_file() else None)])
+    for what, path in outputs:
         if path is not None:
             prepare_output(path, what)
     cfg = apply_overrides(load_config(job.config), job.scheduler, job.page_policy)

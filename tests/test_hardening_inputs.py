@@ -278,3 +278,32 @@ def test_a_device_fifo_or_link_given_as_output_is_not_replaced_by_a_file(tmp_pat
                                               r"such file or directory\)"):
         run_simulation("DDR4-3200", [trace], tmp_path / "s.json")
     assert not (tmp_path / "s.json").exists()
+
+
+def test_an_output_that_is_an_input_or_another_output_is_refused_first(tmp_path, capsys):
+    """simulate --out onto its trace replaced the trace with statistics; --cmd-trace onto
+    --out lost the commands; trace --summary onto --out replaced the trace; convert-trace
+    onto its source dropped its tags: each is refused before any work, naming both, and the
+    files are left as they were (links followed)."""
+    import main as cli
+    trace = tmp_path / "t.trace"
+    trace.write_text("0x40 READ 0\n0x80 WRITE 3\n")
+    link = tmp_path / "link.trace"
+    link.symlink_to(trace)
+    before = trace.read_text()
+    for argv, said in (
+            (["simulate", "--config", "DDR4-3200", "--trace", str(trace), "--out", str(link)],
+             "statistics output .*link.trace is also the trace input"),
+            (["simulate", "--config", "DDR4-3200", "--trace", str(trace), "--out",
+              str(tmp_path / "s.json"), "--cmd-trace", str(tmp_path / "s.json")],
+             "command trace .*s.json is also the statistics output"),
+            (["convert-trace", str(trace), str(trace)],
+             "converted trace .*t.trace is also the source trace"),
+            (["trace", "--workload", "ddpm", "--size", "tiny", "--batch", "1", "--out",
+              str(tmp_path / "x.h5"), "--summary", str(tmp_path / "x.h5")],
+             "summary output .*x.h5 is also the trace output")):
+        assert cli.main(argv) == 2
+        import re
+        assert re.search(said, capsys.readouterr().err), argv
+    assert trace.read_text() == before and not (tmp_path / "s.json").exists()
+    assert not (tmp_path / "x.h5").exists()

@@ -207,7 +207,7 @@ def test_cli_evaluate_rescores_with_the_settings_the_schedule_was_saved_with(
     assert rc == 0 and "DIFFERS by 50 %" in text
     rc, text, err = run_cli(capsys, "evaluate", "--schedule", out, "--hw", "small", "--out",
                             out)
-    assert rc == 2 and "is the schedule file itself" in err
+    assert rc == 2 and "is also the schedule: it would be replaced" in err
     assert json.loads(out.read_text()) == data
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**data, "batch": "4"}))

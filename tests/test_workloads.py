@@ -266,3 +266,20 @@ def test_cli_trace_writes_trace_text_and_summary(tmp_path: Path,
 def test_build_rejects_bad_overrides() -> None:
     with pytest.raises(WorkloadError, match="unknown model setting"):
         build("ddpm", batch=1, overrides={"channels": 3})
+
+
+@pytest.mark.parametrize("workload", ["ddpm", "ldm-sr"])
+def test_half_precision_steps_trace_and_halve_the_weights_bytes(tmp_path: Path,
+                                                               workload: str) -> None:
+    """--dtype bfloat16 / float16 crashed on both diffusion UNets (their float32 timestep
+    sinusoids met the model's half-precision layers); a bf16 step now traces, and its
+    weights move half the bytes of the float32 step's."""
+    f32 = generate_trace(TraceSpec(workload, batch=2, size="tiny", cache_bytes=0),
+                         tmp_path / "f.h5")
+    for dtype in ("bfloat16", "float16"):
+        half = generate_trace(TraceSpec(workload, batch=2, size="tiny", cache_bytes=0,
+                                        dtype=dtype), tmp_path / f"{dtype}.h5")
+        assert half["dtype"] == dtype and half["parameters"] == f32["parameters"]
+        w32, w16 = (s["analytic_floor_bytes"]["weight_reads"] for s in (f32, half))
+        assert w16 == pytest.approx(w32 / 2, rel=0.01), (w16, w32)
+        assert half["requests"] < f32["requests"]

@@ -146,7 +146,9 @@ class DDPMUNet(nn.Module):
         return h
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        temb = self.temb(timestep_embedding(t, self.cfg.ch))
+        # (in the input's dtype: the sinusoids are float32, and a bf16 or fp16 model's
+        # layers take their own dtype; .to of a float32 input to float32 is a no-op)
+        temb = self.temb(timestep_embedding(t, self.cfg.ch).to(x.dtype))
         hs = [self.conv_in(x)]
         for blocks in self.down:
             hs.append(self._run(blocks, hs[-1], temb))

@@ -226,7 +226,8 @@ class LatentUNet(nn.Module):
         return h
 
     def forward(self, z: torch.Tensor, t: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        temb = self.temb(timestep_embedding(t, self.cfg.model_channels))
+        # (in the latent's dtype, as in the DDPM UNet)
+        temb = self.temb(timestep_embedding(t, self.cfg.model_channels).to(z.dtype))
         hs = [self.conv_in(z)]
         for blocks in self.down:
             hs.append(self._run(blocks, hs[-1], temb, context))

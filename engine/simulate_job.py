@@ -72,6 +72,9 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
                          wrap_addresses=job.wrap_addresses, intake=job.intake,
                          threads=job.threads)
     log.debug("simulating %s on %s", ", ".join(str(t) for t in traces), cfg.name)
+    for t in traces:
+        for line in placement_notes(t, cfg):
+            log.warning("%s: %s", t, line)
     stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress)
     s = stats.summary
     if not (s["num_reads_accepted"] + s["num_writes_accepted"] + s["num_requests_waiting"]):
@@ -81,6 +84,37 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     if out is not None:
         stats.write_json(out)
     return stats
+
+
+def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
+    """What a generated trace (an HDF5 trace with a placement record: `python main.py
+    trace`) says against the memory it is replayed on: placed for another memory (its
+    arrival cycles are in that memory's clock and its addresses hashed for that memory's
+    channels and banks), or requests of another size than the memory's (each request moves
+    the memory's request size, so bytes and bandwidth scale with the ratio). Empty for other
+    traces, and for a generated trace on its own memory with 64-byte requests."""
+    from engine.workloads.lines import LINE_BYTES
+    from engine.workloads.retarget import read_placement
+    rec = read_placement(trace)
+    if not rec:
+        return []
+    notes = []
+    mem, tck = rec.get("memory"), rec.get("tck_ns")
+    if mem and mem != cfg.name and (tck is None or abs(float(tck) - cfg.tCK) > 1e-9
+                                    or rec.get("geometry", {}).get("capacity_bytes")
+                                    != cfg.capacity_bytes):
+        notes.append(f"placed for {mem} (tCK {tck} ns), replayed on {cfg.name} (tCK "
+                     f"{cfg.tCK:g} ns): its arrival cycles are read in {cfg.name}'s clock and "
+                     f"its addresses decoded with {cfg.name}'s mapping; regenerate it with "
+                     f"`trace --memory {cfg.name}`, or compare memories with `study`, which "
+                     "re-places a trace for each")
+    size = int(cfg.request_size_bytes)
+    if size != LINE_BYTES:
+        notes.append(f"its requests are {LINE_BYTES}-byte lines and each moves {size} bytes on "
+                     f"{cfg.name}: bytes and bandwidth count {size / LINE_BYTES:g}x the "
+                     "step's DRAM traffic (the trace does not merge or split lines into the "
+                     "memory's request size)")
+    return notes
 
 
 def run_simulation(config: str, traces: Sequence[str | Path], out: str | Path | None, *,

@@ -283,3 +283,27 @@ def test_half_precision_steps_trace_and_halve_the_weights_bytes(tmp_path: Path,
         w32, w16 = (s["analytic_floor_bytes"]["weight_reads"] for s in (f32, half))
         assert w16 == pytest.approx(w32 / 2, rel=0.01), (w16, w32)
         assert half["requests"] < f32["requests"]
+
+
+def test_simulate_says_when_a_generated_trace_meets_another_memory(
+        ddpm_nocache: tuple[Path, dict], tmp_path: Path, caplog) -> None:
+    """A trace made for HBM2 replayed on DDR4-3200 ran silently (its cycles read in DDR4's
+    clock, its addresses hashed for HBM2); on GDDR6 each 64-byte line moved 256 bytes (4x the
+    step's bytes and bandwidth). simulate now warns of both; on its own memory, and for a
+    text trace, nothing is said."""
+    import logging
+
+    from engine.config import load_config
+    from engine.simulate_job import placement_notes, run_simulation
+    path, _ = ddpm_nocache
+    assert placement_notes(path, load_config("HBM2")) == []
+    ddr4 = placement_notes(path, load_config("DDR4-3200"))
+    assert len(ddr4) == 1 and "placed for HBM2 (tCK 1.0 ns), replayed on DDR4-3200" in ddr4[0]
+    gddr6 = placement_notes(path, load_config("GDDR6"))
+    assert len(gddr6) == 2 and "each moves 256 bytes on GDDR6" in gddr6[1] and "4x" in gddr6[1]
+    text = tmp_path / "t.trace"
+    text.write_text("0x40 READ 0\n")
+    assert placement_notes(text, load_config("GDDR6")) == []
+    with caplog.at_level(logging.WARNING, logger="engine.simulate_job"):
+        run_simulation("DDR4-3200", [path], None, max_cycles=2000)
+    assert any("replayed on DDR4-3200" in r.getMessage() for r in caplog.records)

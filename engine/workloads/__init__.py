@@ -7,7 +7,7 @@ generate_trace`; command line: ``python main.py trace``.
 
 Modules: ``models/`` (the networks), ``registry`` (workloads and their training steps),
 ``capture`` (dispatch-level recording of one step), ``allocator`` (addresses),
-``expand`` (operators to 64-byte requests), ``cache`` (on-chip cache filter), ``timing``
+``expand`` (operators to 64-byte requests; their size in ``lines``), ``cache`` (on-chip cache filter), ``timing``
 (accelerator compute model), ``generate`` (the pipeline and the HDF5 writer), ``report``
 (text summary).
 """

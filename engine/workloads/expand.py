@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import numpy as np
 
 from engine.workloads.capture import PATTERN_ID, Access, OpRecord
+from engine.workloads.lines import LINE_BYTES
 
 if TYPE_CHECKING:
     from engine.workloads.gpu_order import GpuModel
 
-LINE_BYTES = 64
 
 #: Lines per interleaving step, by access pattern.
 TILE_LINES = {PATTERN_ID["tiled"]: 2048, PATTERN_ID["stream"]: 64,

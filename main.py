@@ -792,6 +792,18 @@ def _seed(text: str) -> int:
     return value
 
 
+def _cache_mib(text: str) -> float:
+    """An on-chip cache size in MiB: 0 (none) up to 1024 (nan and inf crashed the trace's
+    set-up, 10^9 asked numpy for 60 TiB)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB, got '{text}'") from None
+    if not 0 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"expected 0 (no cache) to 1024 MiB, got {text}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -923,14 +935,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="expand only this fraction of the operators (windows chosen "
                         "deterministically from --seed); totals are extrapolated")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the sampled windows")
-    p.add_argument("--cache-mib", type=float, default=40.0, metavar="MIB",
+    p.add_argument("--cache-mib", type=_cache_mib, default=40.0, metavar="MIB",
                    help="on-chip cache in front of DRAM, MiB (default 40, an A100 L2; 0: none)")
     p.add_argument("--memory", default="HBM2", metavar="PRESET",
                    help="memory config giving the clock and capacity (default HBM2)")
     p.add_argument("--pages", default="random", choices=("random", "identity"),
                    help="virtual to physical placement: 2 MiB frames drawn by a seeded "
                         "permutation (default), or the allocator's addresses unchanged")
-    p.add_argument("--placement-seed", type=int, default=0, metavar="S",
+    p.add_argument("--placement-seed", type=_seed, default=0, metavar="S",
                    help="seed of the frame permutation (default 0)")
     p.add_argument("--fold-addresses", action="store_true",
                    help="allow a footprint larger than the memory: pages share frames "

@@ -307,3 +307,26 @@ def test_simulate_says_when_a_generated_trace_meets_another_memory(
     with caplog.at_level(logging.WARNING, logger="engine.simulate_job"):
         run_simulation("DDR4-3200", [path], None, max_cycles=2000)
     assert any("replayed on DDR4-3200" in r.getMessage() for r in caplog.records)
+
+
+def test_out_of_range_trace_settings_are_clear_errors(tmp_path: Path, capsys) -> None:
+    """A batch of 10^20 or an image side of 100,000 crashed in torch's shape arithmetic,
+    --cache-mib nan/inf in the set-up and 10^9 asked for 60 TiB, a negative placement seed
+    failed after the capture: each is an error naming the setting, before any work."""
+    for kw, said in (({"batch": 10 ** 20}, "batch size 100000000000000000000: expected a "
+                      "positive integer up to 65536"),
+                     ({"batch": 2, "resolution": 100_000}, "resolution 100000: expected a "
+                      "positive integer up to 8192")):
+        with pytest.raises(WorkloadError, match=said):
+            build("ddpm", size="tiny", **kw)
+    out = str(tmp_path / "z.h5")
+    for extra, said in ((["--cache-mib", "nan"], "argument --cache-mib: expected 0 (no cache) "
+                         "to 1024 MiB, got nan"),
+                        (["--cache-mib", "1e9"], "to 1024 MiB, got 1e9"),
+                        (["--placement-seed", "-5"], "argument --placement-seed: expected a "
+                         "seed from 0")):
+        with pytest.raises(SystemExit):
+            main.main(["trace", "--workload", "ddpm", "--size", "tiny", "--batch", "2",
+                       *extra, "--out", out])
+        assert said in capsys.readouterr().err
+    assert not (tmp_path / "z.h5").exists()

@@ -205,6 +205,12 @@ def get_workload(name: str) -> Workload:
                             f"{', '.join(WORKLOADS)}") from None
 
 
+#: the largest batch and image side a step is traced at (beyond, torch's shape arithmetic
+#: overflowed: a batch of 10^20 or a side of 100,000 crashed inside the model's build)
+MAX_BATCH = 1 << 16
+MAX_RESOLUTION = 1 << 13
+
+
 def build(name: str, *, batch: int, resolution: int | None = None, size: str = "paper",
           overrides: dict[str, Any] | None = None, device: str | torch.device = "meta",
           dtype: torch.dtype = torch.float32
@@ -213,13 +219,16 @@ def build(name: str, *, batch: int, resolution: int | None = None, size: str = "
     wl = get_workload(name)
     if size not in ("paper", "tiny"):
         raise WorkloadError(f"unknown model size {size!r}: expected 'paper' or 'tiny'")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
-        raise WorkloadError(f"batch size {batch!r}: expected a positive integer")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 0 < batch <= MAX_BATCH:
+        raise WorkloadError(f"batch size {batch!r}: expected a positive integer up to "
+                            f"{MAX_BATCH}")
     if resolution is not None and wl.default_resolution is None:
         raise WorkloadError(f"workload {name!r} takes no resolution (it is not an image "
                             "model); leave --resolution out")
-    if resolution is not None and (isinstance(resolution, bool) or resolution <= 0):
-        raise WorkloadError(f"resolution {resolution!r}: expected a positive integer")
+    if resolution is not None and (isinstance(resolution, bool)
+                                   or not 0 < resolution <= MAX_RESOLUTION):
+        raise WorkloadError(f"resolution {resolution!r}: expected a positive integer up to "
+                            f"{MAX_RESOLUTION}")
     cfg = wl.make_config(size, resolution, dict(overrides or {}))
     factor = wl.downsampling(cfg)
     if wl.default_resolution is not None and cfg.resolution % factor:

@@ -672,8 +672,8 @@ def _text_error(path: Path, line_no: int, text: bytes, code: int, last_cycle: in
     tokens = shown.split()
     if code == _E_OP:
         msg = (f"unknown request type {tokens[1]!r}: expected READ, WRITE, P_MEM_RD, "
-               f"P_MEM_WR, BOFF or P_FETCH (read with strict=False to take any other type "
-               f"as a read, as DRAMsim3 does)")
+               f"P_MEM_WR, BOFF or P_FETCH (DRAMsim3 reads any other type as a read: the "
+               f"Python API's strict=False does too)")
     elif code == _E_ORDER:
         msg = (f"cycle {tokens[2]} is before the previous request's cycle {last_cycle}: "
                f"expected non-decreasing cycles")

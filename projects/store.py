@@ -605,6 +605,8 @@ class Project:
         ``allow_external``: trace references may lead out of the project's folder (the
         user's explicit consent; refused otherwise, see :class:`ExternalTraceRefused`)."""
         p = Path(path).absolute()
+        if p.is_dir():
+            raise ProjectError("a folder, expected a project file", path=p)
         if not p.is_file():
             raise ProjectError("no such project file", path=p)
         try:

@@ -234,6 +234,9 @@ def test_corrupt_files(tmp_path):
     assert not (tmp_path / "plain.h5.lock").exists()
     with pytest.raises(ProjectError, match="no such project file"):
         Project.open(tmp_path / "missing.dmproj")
+    (tmp_path / "dir.dmproj").mkdir()
+    with pytest.raises(ProjectError, match="a folder, expected a project file"):
+        Project.open(tmp_path / "dir.dmproj")
     with pytest.raises(ProjectError, match="already exists"):
         Project.create(plain)
 

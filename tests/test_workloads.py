@@ -330,3 +330,11 @@ def test_out_of_range_trace_settings_are_clear_errors(tmp_path: Path, capsys) ->
                        *extra, "--out", out])
         assert said in capsys.readouterr().err
     assert not (tmp_path / "z.h5").exists()
+
+
+def test_a_tiny_model_is_not_described_as_the_papers(ddpm_nocache: tuple[Path, dict]) -> None:
+    """The summary of a --size tiny step said 'LSUN 256x256 configuration, 114M parameters'
+    beside its 0.18M parameters."""
+    _, s = ddpm_nocache
+    assert s["description"] == "DDPM UNet image generation (tiny test configuration, not " \
+        "the paper's)" and s["parameters"] < 10 ** 6

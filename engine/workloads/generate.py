@@ -566,7 +566,10 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                       for u in UTILISATION_BAND}
         floor_step = _analytic_floor(cap, item)
         summary: dict[str, Any] = {
-            "workload": spec.workload, "description": wl.description,
+            "workload": spec.workload,
+            # (the registry's description is the paper's model: a tiny one says it is not)
+            "description": wl.description if spec.size == "paper" else
+            f"{wl.description.split(' (')[0]} (tiny test configuration, not the paper's)",
             "model_config": _jsonable(cfg), "batch": spec.batch, "dtype": spec.dtype,
             "parameters": cap.parameters, "total_parameters": cap.total_parameters,
             "operators": n_ops, "operators_expanded": int(expanded.sum()),

@@ -239,16 +239,18 @@ def cmd_trace(args: argparse.Namespace) -> int:
     summary = generate_trace(spec, args.out)
     print(format_summary(summary))
     print(f"trace written to {args.out}")
-    if args.text is not None:
-        from engine.trace import convert
-
-        n = convert(args.out, args.text)
-        print(f"DRAMsim3 text trace written to {args.text} ({n} requests)")
+    # the summary before the text export, which may take minutes: a Ctrl-C there kept the
+    # trace but lost the summary already printed
     if args.summary is not None:
         import json
 
         atomic_write_text(args.summary, json.dumps(summary, indent=2, default=json_default))
         print(f"summary written to {args.summary}")
+    if args.text is not None:
+        from engine.trace import convert
+
+        n = convert(args.out, args.text)
+        print(f"DRAMsim3 text trace written to {args.text} ({n} requests)")
     return 0
 
 

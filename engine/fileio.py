@@ -147,7 +147,8 @@ def prepare_output(path: str | os.PathLike[str], what: str, make: bool = True) -
         os.unlink(probe)
         if make and above != folder:
             folder.mkdir(parents=True, exist_ok=True)
-            log.info("created the folder %s for the %s", folder, what)
+            # (a warning: a mistyped path makes folders where nobody looks for them)
+            log.warning("created the folder %s for the %s", folder, what)
     except OSError as e:
         raise OutputPathError(f"{what} {p}: cannot create a file in the folder {above} "
                               f"({e.strerror or e})") from None

@@ -203,12 +203,13 @@ def test_an_unwritable_output_path_fails_before_the_run_and_missing_folders_are_
                                               r".*notes.txt is a file, not a folder"):
         run_simulation("DDR4-3200", [trace], tmp_path / "s.json", cmd_trace=afile / "a/c.cmd")
     assert not (tmp_path / "s.json").exists()
-    # missing folders: made before the run, said at INFO
-    with caplog.at_level(logging.INFO, logger="engine.fileio"):
+    # missing folders: made before the run, warned (a mistyped path makes folders)
+    with caplog.at_level(logging.WARNING, logger="engine.fileio"):
         run_simulation("DDR4-3200", [trace], tmp_path / "new/deeper/s.json",
                        cmd_trace=tmp_path / "cmds/c.cmd")
     assert (tmp_path / "new/deeper/s.json").is_file() and (tmp_path / "cmds/c.cmd").is_file()
-    said = [r.getMessage() for r in caplog.records if r.name == "engine.fileio"]
+    said = [r.getMessage() for r in caplog.records if r.name == "engine.fileio"
+            and r.levelno == logging.WARNING]
     assert said == [f"created the folder {tmp_path / 'new/deeper'} for the statistics output",
                     f"created the folder {tmp_path / 'cmds'} for the command trace"]
     # a folder without write permission (root may write anywhere: the check is os.access)

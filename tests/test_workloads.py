@@ -338,3 +338,20 @@ def test_a_tiny_model_is_not_described_as_the_papers(ddpm_nocache: tuple[Path, d
     _, s = ddpm_nocache
     assert s["description"] == "DDPM UNet image generation (tiny test configuration, not " \
         "the paper's)" and s["parameters"] < 10 ** 6
+
+
+def test_a_ctrl_c_in_the_text_export_keeps_the_summary(tmp_path: Path, monkeypatch,
+                                                      capsys) -> None:
+    """The summary JSON is written before the DRAMsim3 text export (minutes on a big step):
+    a Ctrl-C in the export kept the trace but lost the summary already printed."""
+    import engine.trace as trace_mod
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(trace_mod, "convert", interrupted)
+    rc = main.main(["trace", "--workload", "ddpm", "--size", "tiny", "--batch", "1",
+                    "--cache-mib", "0", "--out", str(tmp_path / "t.h5"), "--text",
+                    str(tmp_path / "t.trace"), "--summary", str(tmp_path / "s.json")])
+    assert rc == 130 and (tmp_path / "t.h5").is_file()
+    assert json.loads((tmp_path / "s.json").read_text())["workload"] == "ddpm"
+    assert not (tmp_path / "t.trace").exists()

@@ -261,8 +261,18 @@ def cmd_presets(args: argparse.Namespace) -> int:
     if args.import_ini is None:
         if args.out is not None:
             raise C.ConfigError("--out needs --import-ini FILE.ini")
+        # (a DRAM architect chooses --memory by these, not by the name alone)
+        rows = [("preset", "standard", "channels", "capacity", "clock (tCK)", "bus",
+                 "request")]
         for name in C.list_presets():
-            print(name)
+            c = C.load_preset(name)
+            rows.append((name, c.protocol, str(c.channels),
+                          f"{c.capacity_bytes / 2 ** 30:g} GiB",
+                          f"{1000 / c.tCK:.0f} MHz ({c.tCK:g} ns)", f"{c.bus_width} bit",
+                          f"{c.request_size_bytes} B"))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print("  ".join(f"{v:<{w}}" for v, w in zip(r, widths)).rstrip())
         return 0
     if args.out is None:
         raise C.ConfigError("--import-ini needs --out NAME.toml")

@@ -39,9 +39,14 @@ def test_help_lists_the_subcommands() -> None:
 
 
 def test_presets_lists_ddr4() -> None:
+    """One line a preset with what a choice of memory rests on (the list gave names only)."""
     res = run_main("presets")
     assert res.returncode == 0, res.stderr
     assert "DDR4-3200" in res.stdout.split()
+    lines = {x.split()[0]: x.split() for x in res.stdout.splitlines()}
+    assert lines["GDDR6"][1:] == ["GDDR6", "1", "8", "GiB", "1515", "MHz", "(0.66", "ns)",
+                                  "128", "bit", "256", "B"]
+    assert lines["HBM2"][1:3] == ["HBM", "8"]
 
 
 def test_simulate_bad_config_name_exits_2(tmp_path: Path) -> None:

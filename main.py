@@ -276,10 +276,16 @@ def cmd_presets(args: argparse.Namespace) -> int:
         return 0
     if args.out is None:
         raise C.ConfigError("--import-ini needs --out NAME.toml")
-    cfg = C.load_ini(args.import_ini)
+    cfg = C.import_ini(args.import_ini)
     out = Path(args.out)
     if out.suffix.lower() != ".toml":
         out = out.with_name(out.name + ".toml")
+    if out != Path(args.out) and Path(args.out).is_dir():
+        # (--out ../bad with a folder bad wrote ../bad.toml beside it)
+        raise C.ConfigError(f"--out {args.out} is a folder: expected a preset file's path "
+                            "(NAME.toml)")
+    from engine.fileio import prepare_output
+    prepare_output(out, "preset output")
     C.save_preset(cfg, out, header=f"Imported from the DRAMsim3 config {args.import_ini} "
                                    "by DiffMem Studio (python main.py presets --import-ini).")
     print(f"wrote preset {cfg.name} to {out}")

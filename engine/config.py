@@ -761,6 +761,35 @@ def load_ini(path: str | os.PathLike[str], *, strict: bool = False) -> MemoryCon
     return _build(path.stem, values, path, lines, _defaulted(values))
 
 
+#: keys every one of DRAMsim3's 86 shipped .ini files sets (section, key): a file imported as
+#: a preset must set them too (DRAMsim3 itself, and load_ini, run a file without them on
+#: defaults: a misspelt [timming] header imported as a DDR4 preset with tCK = 1 ns)
+CORE_INI_KEYS = (
+    ("dram_structure", ("protocol", "bankgroups", "banks_per_group", "rows", "columns",
+                        "device_width")),
+    ("timing", ("tCK", "CL", "CWL", "tRP", "tRAS", "tRFC", "tWR", "tFAW")),
+    ("system", ("bus_width", "channels", "channel_size")))
+
+
+def import_ini(path: str | os.PathLike[str]) -> MemoryConfig:
+    """A DRAMsim3 .ini read to be saved as a preset: as :func:`load_ini`, but a section it
+    does not know (a misspelt header) or a core key left out (CORE_INI_KEYS) is a
+    ConfigError naming it, not DRAMsim3's default silently kept in a preset that is reused."""
+    path = Path(path)
+    present: set[tuple[str, str]] = set()
+    for section, key, _text, line in _read_ini(path):
+        if section not in _INI_SECTIONS and section != "thermal":
+            raise ConfigError(f"unknown section [{section}]" if section else
+                              "key outside a section", path=path, line=line, key=key)
+        present.add((section, key.lower()))
+    missing = [f"[{section}] {key}" for section, keys in CORE_INI_KEYS for key in keys
+               if (section, key.lower()) not in present]
+    if missing:
+        raise ConfigError(f"not set: {', '.join(missing)} (every DRAMsim3 config sets them; a "
+                          "preset would keep DRAMsim3's defaults for them)", path=path)
+    return load_ini(path)
+
+
 def _defaulted(values: Mapping[str, Any]) -> list[str]:
     """One warning naming the DRAMsim3 keys a file left to DRAMsim3's defaults."""
     protocol = values.get("protocol", PARAM_BY_NAME["protocol"].default)

@@ -348,3 +348,28 @@ def test_channel_size_below_a_rank_warns_for_a_user_file_not_for_the_shipped_pre
     said = [r for r in caplog.records if "smaller than one rank" in r.getMessage()]
     assert [r.levelno for r in said] == [logging.WARNING] and str(own) in said[0].getMessage()
     assert mine.ranks == cfg.ranks and mine.capacity_bytes == cfg.capacity_bytes
+
+
+@pytest.mark.parametrize("path", ini_params(INI_FILES))
+def test_every_dramsim3_ini_imports_as_a_preset(path: Path) -> None:
+    from engine.config import import_ini
+    assert import_ini(path) == load_ini(path)
+
+
+def test_a_broken_ini_is_refused_as_a_preset(tmp_path: Path) -> None:
+    """presets --import-ini took a misspelt [timming] header (every timing then DRAMsim3's
+    default: tCK 1 ns in a 'DDR4-3200' preset) and a file without protocol (a DDR3 preset),
+    with warnings only; importing refuses both, naming what is wrong. Simulating such a file
+    still runs as DRAMsim3 would."""
+    from engine.config import import_ini
+    if not DS3_CONFIGS.is_dir():
+        pytest.skip(NO_CONFIGS)
+    text = (DS3_CONFIGS / "DDR4_8Gb_x8_3200.ini").read_text()
+    bad = tmp_path / "bad.ini"
+    bad.write_text(text.replace("[timing]", "[timming]"))
+    with pytest.raises(ConfigError, match=r"bad.ini:\d+.*unknown section \[timming\]"):
+        import_ini(bad)
+    assert load_ini(bad).tCK == 1.0                       # (DRAMsim3's default, as DRAMsim3)
+    bad.write_text("\n".join(x for x in text.splitlines() if not x.startswith("protocol")))
+    with pytest.raises(ConfigError, match=r"not set: \[dram_structure\] protocol"):
+        import_ini(bad)

@@ -223,6 +223,14 @@ def cmd_convert_trace(args: argparse.Namespace) -> int:
 
 # ==== trace ====================================================================================
 def cmd_trace(args: argparse.Namespace) -> int:
+    from engine.errors import DiffMemError
+    from engine.trace import suffix_format
+
+    if suffix_format(args.out) != "hdf5":
+        # (the trace is HDF5 whatever the name: --out x.txt wrote HDF5 into a .txt file,
+        # which the readers, going by the extension, then took for text)
+        raise DiffMemError(f"--out {args.out}: the trace is written as HDF5: expected a .h5 "
+                           "or .hdf5 name (--text writes a DRAMsim3 text trace beside it)")
     _outputs_first(args, out="trace output", text="text trace output",
                    summary="summary output")
     from engine.fileio import atomic_write_text, json_default

@@ -355,3 +355,12 @@ def test_a_ctrl_c_in_the_text_export_keeps_the_summary(tmp_path: Path, monkeypat
     assert rc == 130 and (tmp_path / "t.h5").is_file()
     assert json.loads((tmp_path / "s.json").read_text())["workload"] == "ddpm"
     assert not (tmp_path / "t.trace").exists()
+
+
+def test_the_trace_output_must_be_named_as_hdf5(tmp_path: Path, capsys) -> None:
+    """trace --out x.txt wrote HDF5 into a .txt file, which the readers (by its extension)
+    then took for a text trace: refused before any work."""
+    rc = main.main(["trace", "--workload", "ddpm", "--size", "tiny", "--batch", "1", "--out",
+                    str(tmp_path / "x.txt")])
+    assert rc == 2 and "the trace is written as HDF5: expected a .h5" in capsys.readouterr().err
+    assert not (tmp_path / "x.txt").exists()

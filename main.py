@@ -244,7 +244,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
                      fold_addresses=args.fold_addresses, address_hash=args.address_hash,
                      order=args.order, optimizer=args.optimizer,
                      attention=args.attention)
-    summary = generate_trace(spec, args.out)
+    last = [time.monotonic()]
+
+    def progress(done: int, total: int) -> None:
+        # every PROGRESS_EVERY_S (a paper-size step is minutes of expansion, silent before)
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY_S and total:
+            last[0] = now
+            print(f"  ... operator {done} of {total} ({100 * done / total:.0f} %)",
+                  file=sys.stderr, flush=True)
+    summary = generate_trace(spec, args.out, progress=progress)
     print(format_summary(summary))
     print(f"trace written to {args.out}")
     # the summary before the text export, which may take minutes: a Ctrl-C there kept the

@@ -364,3 +364,13 @@ def test_the_trace_output_must_be_named_as_hdf5(tmp_path: Path, capsys) -> None:
                     str(tmp_path / "x.txt")])
     assert rc == 2 and "the trace is written as HDF5: expected a .h5" in capsys.readouterr().err
     assert not (tmp_path / "x.txt").exists()
+
+
+def test_trace_prints_progress_while_it_expands(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A paper-size step expands its operators for minutes: `trace` prints where it is every
+    PROGRESS_EVERY_S (it was silent until the end)."""
+    monkeypatch.setattr(main, "PROGRESS_EVERY_S", 0.0)
+    assert main.main(["trace", "--workload", "ddpm", "--size", "tiny", "--batch", "1",
+                      "--cache-mib", "0", "--out", str(tmp_path / "t.h5")]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if "... operator" in x]
+    assert lines and lines[-1].endswith("(100 %)")

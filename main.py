@@ -27,7 +27,7 @@ DEMO_TRACE = REPO / "resources" / "traces" / "demo.trace"
 DEMO_PRESETS = ("DDR4-3200", "HBM2")
 DEMO_OUT = (Path.cwd() if FROZEN else REPO) / "demo_out"    # the bundle's folder may be read-only
 MAX_VIOLATIONS_SHOWN = 20
-PROGRESS_EVERY_S = 2.0
+PROGRESS_EVERY_S = 2.0         # seconds between two progress lines (simulate, optimize, trace)
 
 # numpy's bundled OpenBLAS starts a thread per core at import, and they spin after each call.
 # Nothing here multiplies matrices with numpy (torch has its own threads), so that was pure
@@ -435,10 +435,6 @@ def cmd_study(args: argparse.Namespace) -> int:
 
 # ==== optimize / evaluate / compare (the Gemmini schedule optimiser) ===========================
 DEFAULT_CPU_SECONDS = 6.0      # optimize's default budget (process CPU seconds)
-
-
-#: seconds between two progress lines of a search (optimize)
-PROGRESS_EVERY_S = 5.0
 
 
 def _budget(args: argparse.Namespace) -> Any:

@@ -90,10 +90,8 @@ def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
     """What a generated trace (an HDF5 trace with a placement record: `python main.py
     trace`) says against the memory it is replayed on: placed for another memory (its
     arrival cycles are in that memory's clock and its addresses hashed for that memory's
-    channels and banks), or requests of another size than the memory's (each request moves
-    the memory's request size, so bytes and bandwidth scale with the ratio). Empty for other
-    traces, and for a generated trace on its own memory with 64-byte requests."""
-    from engine.workloads.lines import LINE_BYTES
+    channels and banks). Empty for other traces, and for a generated trace on its own
+    memory."""
     from engine.workloads.retarget import read_placement
     rec = read_placement(trace)
     if not rec:
@@ -108,12 +106,6 @@ def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
                      f"its addresses decoded with {cfg.name}'s mapping; regenerate it with "
                      f"`trace --memory {cfg.name}`, or compare memories with `study`, which "
                      "re-places a trace for each")
-    size = int(cfg.request_size_bytes)
-    if size != LINE_BYTES:
-        notes.append(f"its requests are {LINE_BYTES}-byte lines and each moves {size} bytes on "
-                     f"{cfg.name}: bytes and bandwidth count {size / LINE_BYTES:g}x the "
-                     "step's DRAM traffic (the trace does not merge or split lines into the "
-                     "memory's request size)")
     return notes
 
 

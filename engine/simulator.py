@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from types import MappingProxyType
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -97,12 +97,22 @@ class SimOptions:
     wrap_addresses: bool = False         # drop address bits above the capacity (DRAMsim3)
     fast_idle: bool = True               # skip long idle stretches whole refresh periods at
                                          # a time (identical statistics; off: step by step)
+    line_bytes: int | str | None = "auto"   # simulate_trace: the trace's requests are lines
+                                         # of this many bytes, merged or split into the
+                                         # memory's request size (trace.to_request_size);
+                                         # "auto": a generated trace's (64), else None; None:
+                                         # one trace line, one request (DRAMsim3)
     intake: str = "dramsim3"             # front end: "dramsim3" (one request a cycle for the
                                          # whole system) or "per-channel" (one per channel)
     threads: int = 1                     # simulate_trace: channels in this many threads
                                          # (results identical to 1 thread)
 
     def __post_init__(self) -> None:
+        lb = self.line_bytes
+        if lb is not None and lb != "auto" and (isinstance(lb, bool) or not isinstance(lb, int)
+                                                or lb <= 0 or lb & (lb - 1)):
+            raise SimulatorInputError(f"SimOptions.line_bytes = {lb!r}: expected a power of "
+                                      "two (bytes), 'auto' or None")
         if self.intake not in INTAKES:
             raise SimulatorInputError(f"SimOptions.intake = {self.intake!r}: expected one of "
                                       f"{', '.join(map(repr, INTAKES))}")
@@ -1992,6 +2002,39 @@ def cmd_trace_paths(path: str | Path, channels: int) -> list[Path]:
     return [path.with_name(f"{path.stem}.ch{c}{path.suffix}") for c in range(channels)]
 
 
+def trace_line_bytes(paths: Sequence[str | Path], group: str = "trace") -> int | None:
+    """The line size of generated traces (HDF5 traces with a placement record: `python
+    main.py trace`), which a simulation merges or splits into the memory's request size; None
+    for other traces (one line, one request, as DRAMsim3), and for a mix of both, which is
+    replayed line by line (warned)."""
+    from engine.trace import suffix_format
+    from engine.workloads.retarget import read_placement
+    made = [suffix_format(p) == "hdf5" and read_placement(p, group) is not None for p in paths]
+    if all(made):
+        from engine.workloads.lines import LINE_BYTES
+        return LINE_BYTES
+    if any(made):
+        log.warning("generated and other traces together: replayed one line a request (the "
+                    "generated ones' lines are not fitted to the memory's requests)")
+    return None
+
+
+def fitted_requests(cfg, chunks: Iterable, paths: Sequence[str | Path],
+                    line_bytes: int | str | None, group: str = "trace") -> Iterator:
+    """The chunks as the memory's requests (SimOptions.line_bytes; "auto": the traces'
+    own, trace_line_bytes): a generated trace's 64-byte lines merged into GDDR6's 256-byte
+    requests (replayed one a line, each moved 256 bytes: 4x the step's traffic), split into
+    HBM3's 32-byte ones."""
+    lines = trace_line_bytes(paths, group) if line_bytes == "auto" else line_bytes
+    if lines is None or int(lines) == int(cfg.request_size_bytes):
+        return iter(chunks)
+    from engine.trace import to_request_size
+    log.info("%s: %d-byte lines %s %s's %d-byte requests", ", ".join(map(str, paths)), lines,
+             "merged into" if lines < cfg.request_size_bytes else "split into", cfg.name,
+             cfg.request_size_bytes)
+    return iter(to_request_size(chunks, int(lines), int(cfg.request_size_bytes)))
+
+
 def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                    options: SimOptions | None = None, *,
                    progress: ProgressFn | None = None,
@@ -2011,7 +2054,7 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                               group=group)
         return iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
                            group=group)
-    chunks = iter(open_chunks())
+    chunks = fitted_requests(cfg, open_chunks(), paths, options.line_bytes, group)
     if options.threads > 1 and cfg.channels > 1:
         return _simulate_threaded(cfg, chunks, options, progress, cancel)
     if options.threads > 1:

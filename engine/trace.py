@@ -1154,6 +1154,47 @@ class _Rechunker:
         self.parts, self.held = [], 0
 
 
+def to_request_size(chunks: Iterable[TraceChunk], line_bytes: int,
+                    request_bytes: int) -> Iterator[TraceChunk]:
+    """A trace of ``line_bytes`` requests (a generated trace's 64-byte lines) as requests of
+    the memory's ``request_bytes`` (a power of two): larger ones merge each run of consecutive
+    requests in the same ``request_bytes`` block and direction into its first (a 256-byte
+    GDDR6 request carries four lines: replayed one per line, each moved 256 bytes, 4x the
+    step's traffic); smaller ones split each line into ``line_bytes // request_bytes``
+    requests at the same cycle (HBM3's 32 bytes: two a line). Runs across chunk boundaries
+    merge too. Equal sizes: the chunks as they are."""
+    if request_bytes == line_bytes:
+        yield from chunks
+        return
+    if request_bytes & (request_bytes - 1) or line_bytes & (line_bytes - 1):
+        raise ValueError(f"request sizes must be powers of two: {line_bytes}, {request_bytes}")
+    if request_bytes < line_bytes:
+        k = line_bytes // request_bytes
+        step = (np.arange(k, dtype=np.uint64) * np.uint64(request_bytes))
+        for ch in chunks:
+            base = ch.addr & ~np.uint64(line_bytes - 1)
+            yield TraceChunk((base[:, None] + step[None, :]).reshape(-1),
+                             np.repeat(ch.is_write, k), np.repeat(ch.cycle, k),
+                             np.repeat(ch.stream, k))
+        return
+    shift = np.uint64(request_bytes.bit_length() - 1)
+    last: tuple[int, bool] | None = None        # the previous request's block and direction
+    for ch in chunks:
+        n = len(ch)
+        if n == 0:
+            continue
+        block = ch.addr >> shift
+        keep = np.ones(n, bool)
+        keep[1:] = (block[1:] != block[:-1]) | (ch.is_write[1:] != ch.is_write[:-1])
+        if last is not None:
+            keep[0] = (int(block[0]), bool(ch.is_write[0])) != last
+        last = (int(block[-1]), bool(ch.is_write[-1]))
+        if keep.all():
+            yield ch
+        elif keep.any():
+            yield ch[keep]
+
+
 def iter_merged(paths: Iterable[PathLike], *, chunk_size: int = DEFAULT_CHUNK,
                 fmt: str | None = None, strict: bool = True,
                 capacity_bytes: int | None = None, group: str = "trace",

@@ -114,13 +114,15 @@ def _bank_hit_rates(pb: Mapping[str, Any]) -> list[float]:
 def _simulate_saturated(cfg: Any, path: str, options: Any, group: str) -> Any:
     """Simulate with every request due at cycle 0, in trace order: the controller takes them
     as fast as its queues allow, so the run time is the DRAM's service time of the traffic."""
-    from engine.simulator import Simulator
+    from engine.simulator import Simulator, fitted_requests
     from engine.trace import iter_trace
 
     sim = Simulator(cfg, options)
     try:
-        for ch in iter_trace(path, chunk_size=options.chunk_size,
-                             capacity_bytes=cfg.capacity_bytes, group=group):
+        for ch in fitted_requests(cfg, iter_trace(path, chunk_size=options.chunk_size,
+                                                  capacity_bytes=cfg.capacity_bytes,
+                                                  group=group),
+                                  [path], options.line_bytes, group):
             sim.feed(ch.addr, ch.is_write, np.zeros_like(ch.cycle), ch.stream)
             if sim.finished:
                 break

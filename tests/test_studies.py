@@ -532,8 +532,9 @@ def test_batch_study_says_why_traces_were_not_paired(traces, tmp_path, capsys):
 
 
 def test_technology_study_says_when_a_platform_moves_more_data(traces, tmp_path):
-    """GDDR6's request is 256 B, DDR4's 64 B: the same trace moves 4x the data there, which
-    the headline time and energy include; the analysis says so, with per-byte changes."""
+    """GDDR6's request is 256 B, DDR4's 64 B: these synthetic traces (no placement record:
+    one line, one request) move 4x the data there, which the headline time and energy
+    include; the analysis says so, with the ratio as simulated and per-byte changes."""
     setup = StudySetup([traces["ddpm"], traces["resnet"]], arrival="saturate",
                        params={"configs": ["DDR4-3200", "GDDR6"]})
     out = run_study("technology", setup, folder=tmp_path / "t", workers=0)

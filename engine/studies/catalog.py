@@ -754,8 +754,9 @@ class Technology(VariantStudy):
 
     def _data_volume_notes(self, rows: list[Row], a: Analysis) -> None:
         """A technology whose request is larger than the baseline's moves more data for the
-        same trace (one request, one burst of the device): its headline time and energy are
-        for that volume. Say so, with the per-byte changes beside them."""
+        same trace (a request is one burst of the device: over-fetch of partly used blocks):
+        its headline time and energy are for that volume. Say so, with the ratio measured and
+        the per-byte changes beside them."""
         names = variant_names(rows)
         if len(names) < 2:
             return
@@ -774,12 +775,18 @@ class Technology(VariantStudy):
             e = np.mean([fits.pct_change(r.m["energy_total_pJ"] / r.m["bytes"],
                                          b.m["energy_total_pJ"] / b.m["bytes"])
                          for r, b in pairs])
+            # the data each moved, as simulated (a generated trace's lines are merged into a
+            # larger request or split into smaller ones: what is left is the over-fetch of
+            # partly used request blocks; a text trace replays one line a request)
+            ratio = float(np.mean([r.m["bytes"] / b.m["bytes"] for r, b in pairs]))
+            if abs(ratio - 1) < 0.01:
+                continue
             a.notes.append(
-                f"{n} moves {size[n] / size[base]:.3g}x the data of {base} for the same trace "
-                f"({size[n]} vs {size[base]} bytes per request: one request is one burst of "
-                f"the device), so its step time and energy above are for that volume; per "
-                f"byte moved: time {t:+.1f} %, energy {e:+.1f} % (mean over {len(pairs)} "
-                "workload(s))")
+                f"{n} moves {ratio:.3g}x the data of {base} for the same trace ({size[n]} vs "
+                f"{size[base]} bytes per request: a request is one burst of the device, so a "
+                f"larger one fetches whole blocks of which the step may use part), so its step "
+                f"time and energy above are for that volume; per byte moved: time {t:+.1f} %, "
+                f"energy {e:+.1f} % (mean over {len(pairs)} workload(s))")
 
     @staticmethod
     def _clock_note(document: Mapping[str, Any], rows: list[Row], a: Analysis) -> None:

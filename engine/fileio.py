@@ -92,26 +92,15 @@ def atomic_path(path: str | os.PathLike[str], *, keep_existing: bool = False,
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write text via a temporary file in the same folder, fsync, os.replace, fsync the folder:
-    an interrupted write leaves the previous file (or none), never a half-written one. A new
-    file gets mode 0644; an existing file keeps its mode. A symbolic link's target is
-    written (replace_target)."""
+    """Write text (UTF-8, LF line ends) through :func:`atomic_path`: an interrupted write
+    leaves the previous file (or none), never a half-written one; a new file gets mode 0644,
+    an existing file keeps its mode; a symbolic link's target is written."""
     path = replace_target(path)
     if path.is_dir():               # (else the rename's error would name the temporary file)
         raise IsADirectoryError(errno.EISDIR, "a folder, expected a file's path", str(path))
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def prepare_output(path: str | os.PathLike[str], what: str, make: bool = True) -> Path:

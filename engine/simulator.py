@@ -870,7 +870,6 @@ class _ChannelThreads:
                 else None)
         if logs is not None:
             warn_stale_cmd_traces(options.cmd_trace, logs)
-        if logs is not None:
             self.master._ff_period = 0           # (no closed-form idle skip with a trace)
         self.per_channel = _per_channel_arrays(self.master)
         self.subs: list[Simulator] = []

@@ -327,14 +327,12 @@ def closed_loop(net: Network, hw: GemminiHardware, memory: Any, *, optimize: Cal
         observations += cs.observations()
         dhw = replace(dhw, dram=refit(dhw.dram, observations))
         rec.refit_hw = current = dhw
+        for r in out:                           # (the best so far: final after the loop)
+            r.kept = r is best
         if on_iteration is not None:
-            for r in out:
-                r.kept = r is best
             on_iteration(out)
         if it > 0 and not improved:
             break
-    for rec in out:
-        rec.kept = rec is best
     return out
 
 

@@ -38,6 +38,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from engine.policies import PAGE_POLICIES as PAGE_POLICY_CHOICES  # noqa: E402 (declared once)
 from engine.policies import SCHEDULERS as SCHEDULER_CHOICES  # noqa: E402
 from optimizer.method_names import ALL_METHODS as METHOD_CHOICES  # noqa: E402 (torch-free)
+from optimizer.method_names import FUSED_HALO_RULES  # noqa: E402 (torch-free)
 
 log = logging.getLogger("diffmem")
 
@@ -472,7 +473,7 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
                         "result as it is")
     p.add_argument("--batch", type=_positive_int, default=1, metavar="B",
                    help="batch size: every layer's N times B (default 1)")
-    p.add_argument("--fused-halo", choices=("refetch", "slide"), default=None,
+    p.add_argument("--fused-halo", choices=FUSED_HALO_RULES, default=None,
                    help="input traffic of a fused group's first layer: each tile re-fetches "
                         "its window with its halo, as Stream and Gemmini's tiled convolutions "
                         "do (refetch, the default), or the window slides across the tiles "
@@ -1086,7 +1087,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "file it was optimised from)")
     p.add_argument("--batch", type=_positive_int, metavar="B",
                    help="batch size (default: the schedule's, else 1)")
-    p.add_argument("--fused-halo", choices=("refetch", "slide"), default=None,
+    p.add_argument("--fused-halo", choices=FUSED_HALO_RULES, default=None,
                    help="fused-input rule (default: the schedule's, else refetch)")
     p.add_argument("--reference", metavar="FILE.json",
                    help="score the explicit-mapping entries of this reference file")

@@ -31,17 +31,12 @@ from typing import Any, Iterator, Sequence
 from PySide6.QtCore import QObject, Signal, Slot
 
 from gui.threaded_run import ThreadedRun, active_runs
+from optimizer.method_names import DEFAULT_FUSED_HALO, FUSED_HALO_RULES
 
 EMIT_EVERY_S = 0.05          # progress batches at most 20 times a second
 POLL_S = 0.02                # the co-simulation thread's look at the pipe and the cancel flag
 JOIN_S = 5.0
 WORKER_NICENESS = 5          # the search thread yields the CPU to the GUI thread (Linux)
-#: the cost model's fused-input rules (``optimizer.costmodel.FUSED_HALO_RULES``, which imports
-#: torch; a test checks the two agree): "refetch", the default, each DRAM tile of a fused
-#: group's first layer fetches its input window with its halo (Stream, Gemmini's tiled
-#: convolutions); "slide", the window slides across the tiles (Timeloop's rule)
-FUSED_HALO_RULES = ("refetch", "slide")
-DEFAULT_FUSED_HALO = "refetch"
 _HALO_LOCK = threading.Lock()    # the rule is the cost model's process-wide setting
 
 

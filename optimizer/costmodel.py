@@ -55,6 +55,7 @@ from typing import Any, Sequence
 import torch
 
 from optimizer.errors import MappingError
+from optimizer.method_names import DEFAULT_FUSED_HALO, FUSED_HALO_RULES
 from optimizer.hardware import GemminiHardware
 from optimizer.mapping import LEVELS, LayerMapping, Schedule
 from optimizer.workload import DIMS, Network
@@ -351,10 +352,9 @@ def _revisit_tiles(mt: MappingTensors, lb: LayerBatch
 
 
 # ---- a network: fusion, cycles, energy ------------------------------------------------------
-#: The rules for a fused group's first layer's Inputs (module docstring, "Halo re-fetch").
-FUSED_HALO_RULES = ("refetch", "slide")
-#: The default rule (Stream's count; Gemmini's tiled convolutions re-load each tile's window).
-FUSED_HALO = "refetch"
+#: The rules for a fused group's first layer's Inputs (module docstring, "Halo re-fetch"),
+#: declared with the method names (torch-free); the process's rule, default the first
+FUSED_HALO = DEFAULT_FUSED_HALO
 
 @dataclass
 class FusionGraph:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import MappingError, read_json
+from optimizer.method_names import FUSED_HALO_RULES
 from optimizer.workload import DIMS, Layer
 
 LEVELS = ("DRAM", "Scratchpad", "Accumulator", "Registers")
@@ -201,7 +202,6 @@ def load_saved_schedule(path: str | Path) -> tuple[Schedule, SavedRun]:
     batch = get("batch", (int,), "a positive integer")
     if batch is not None and batch < 1:
         raise MappingError(f"{path}: 'batch' = {batch}: expected a positive integer")
-    from optimizer.costmodel import FUSED_HALO_RULES
     halo = get("fused_halo", (str,), f"one of {', '.join(FUSED_HALO_RULES)}")
     if halo is not None and halo not in FUSED_HALO_RULES:
         raise MappingError(f"{path}: 'fused_halo' = {halo!r}: expected one of "

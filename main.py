@@ -44,19 +44,31 @@ log = logging.getLogger("diffmem")
 
 
 # ==== simulate =================================================================================
+def _progress_due() -> Callable[[], bool]:
+    """A clock for progress lines: True at most once every PROGRESS_EVERY_S (read at each
+    call), False in between; the first True comes PROGRESS_EVERY_S after it was made."""
+    last = [time.monotonic()]
+
+    def due() -> bool:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_EVERY_S:
+            return False
+        last[0] = now
+        return True
+    return due
+
+
 def _stderr_progress() -> Callable[[Any, Any], None] | None:
     """A progress callback that prints the current cycle to stderr every few seconds.
 
     None (no output at all) when stderr is not a terminal: logs and CI stay clean."""
     if not sys.stderr.isatty():
         return None
-    last = [time.monotonic()]
+    due = _progress_due()
 
     def progress(sim: Any, epoch: Any) -> None:
-        now = time.monotonic()
-        if now - last[0] < PROGRESS_EVERY_S:
+        if not due():
             return
-        last[0] = now
         done = ""
         if epoch is not None:
             done = f", epoch [{epoch.start}, {epoch.end}): {epoch.reads_done} reads, " \
@@ -245,13 +257,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
                      fold_addresses=args.fold_addresses, address_hash=args.address_hash,
                      order=args.order, optimizer=args.optimizer,
                      attention=args.attention)
-    last = [time.monotonic()]
+    due = _progress_due()
 
     def progress(done: int, total: int) -> None:
         # every PROGRESS_EVERY_S (a paper-size step is minutes of expansion, silent before)
-        now = time.monotonic()
-        if now - last[0] >= PROGRESS_EVERY_S and total:
-            last[0] = now
+        if total and due():
             print(f"  ... operator {done} of {total} ({100 * done / total:.0f} %)",
                   file=sys.stderr, flush=True)
     summary = generate_trace(spec, args.out, progress=progress)
@@ -552,14 +562,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     _outputs_first(args, out="schedule output")
     from optimizer.methods import optimize, schedule_json
 
-    last = [time.monotonic()]
+    due = _progress_due()
 
     def progress(p: Any) -> None:
         # every PROGRESS_EVERY_S, whatever a method calls a step (BO's step is 8 trials: every
         # 50th step never came, and a 50 s run printed nothing), terminal or log file alike
-        now = time.monotonic()
-        if now - last[0] >= PROGRESS_EVERY_S:
-            last[0] = now
+        if due():
             print(f"  ... {p.method} step {p.step}, {p.evaluations} evaluations, best EDP "
                   f"{p.best_edp:.4g} pJ x cycles", file=sys.stderr, flush=True)
 

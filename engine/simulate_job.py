@@ -56,6 +56,7 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     """Load the config, simulate the traces, write the statistics JSON to `out` (if given)."""
     from engine.config import load_config
     from engine.simulator import SimOptions, simulate_trace
+    from engine.workloads.retarget import placement_notes
 
     # outputs checked (and missing folders made) before the run, which may take hours: a
     # bad path would otherwise fail only when the statistics are written
@@ -84,29 +85,6 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     if out is not None:
         stats.write_json(out)
     return stats
-
-
-def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
-    """What a generated trace (an HDF5 trace with a placement record: `python main.py
-    trace`) says against the memory it is replayed on: placed for another memory (its
-    arrival cycles are in that memory's clock and its addresses hashed for that memory's
-    channels and banks). Empty for other traces, and for a generated trace on its own
-    memory."""
-    from engine.workloads.retarget import read_placement
-    rec = read_placement(trace)
-    if not rec:
-        return []
-    notes = []
-    mem, tck = rec.get("memory"), rec.get("tck_ns")
-    if mem and mem != cfg.name and (tck is None or abs(float(tck) - cfg.tCK) > 1e-9
-                                    or rec.get("geometry", {}).get("capacity_bytes")
-                                    != cfg.capacity_bytes):
-        notes.append(f"placed for {mem} (tCK {tck} ns), replayed on {cfg.name} (tCK "
-                     f"{cfg.tCK:g} ns): its arrival cycles are read in {cfg.name}'s clock and "
-                     f"its addresses decoded with {cfg.name}'s mapping; regenerate it with "
-                     f"`trace --memory {cfg.name}`, or compare memories with `study`, which "
-                     "re-places a trace for each")
-    return notes
 
 
 def run_simulation(config: str, traces: Sequence[str | Path], out: str | Path | None, *,

@@ -9,6 +9,8 @@ end.  With the simulation in a worker *thread*, the GUI thread stalled up to 0.6
 
 Messages sent to the parent (tuples, first item the kind)::
 
+    ("notes", [str, ...])           what the traces say against the memory (a generated
+                                    trace placed for another memory), before the run
     ("epochs", [dict, ...])         epochs (see :func:`epoch_dict`), batched: at most one
                                     message per SEND_EVERY_S, so a run with thousands of
                                     short epochs does not flood the pipe and the GUI
@@ -77,6 +79,10 @@ def simulate_in_child(cfg: Any, traces: Sequence[str | Path], options: Any, conn
         if cancel.is_set():
             conn.send(("cancelled",))
             return
+        from engine.workloads.retarget import placement_notes
+        notes = [f"{Path(t).name}: {line}" for t in traces for line in placement_notes(t, cfg)]
+        if notes:
+            conn.send(("notes", notes))
 
         batch: list[dict[str, Any]] = []
         last = [time.monotonic()]

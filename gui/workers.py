@@ -93,6 +93,7 @@ class SimulationWorker(QObject):
     """
 
     epochs = Signal(list)     # epoch dicts, in the batches the simulation process sent
+    notes = Signal(list)      # what the traces say against the memory (before the epochs)
     progress = Signal(float)
     finished = Signal(object)
     failed = Signal(str, str)
@@ -166,7 +167,9 @@ class SimulationWorker(QObject):
                     return ("failed", ("the simulation process ended without a result "
                                        f"(exit code {proc.exitcode})", ""))
                 kind = msg[0]
-                if kind == "epochs":
+                if kind == "notes":
+                    self.notes.emit(msg[1])
+                elif kind == "epochs":
                     self.epochs.emit(msg[1])
                     end = msg[1][-1]["end"]
                     self.progress.emit(min(1.0, end / horizon) if horizon else -1.0)
@@ -191,6 +194,7 @@ class SimulationRun(QObject):
 
     epoch = Signal(dict)
     epochs = Signal(list)
+    notes = Signal(list)
     progress = Signal(float)
     finished = Signal(object)
     failed = Signal(str, str)
@@ -209,6 +213,7 @@ class SimulationRun(QObject):
         # queued to this (GUI-thread) object: plotting happens in the GUI thread
         self.worker.epochs.connect(self._on_epochs)
         self.worker.progress.connect(self.progress)
+        self.worker.notes.connect(self.notes)
         self.thread.started.connect(self.worker.run)
         # direct: QThread.quit is thread-safe, and a queued quit would wait for the GUI event
         # loop, which is blocked in thread.wait() while the window closes (a 30 s freeze)

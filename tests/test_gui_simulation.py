@@ -130,3 +130,30 @@ def test_malformed_trace_shows_error(qtbot, view, tmp_path, monkeypatch) -> None
     # the view stays usable: a good trace runs afterwards
     assert view.start_button.isEnabled()
     assert view.trace_edit.isEnabled()
+
+
+def test_a_trace_placed_for_another_memory_is_noted_beside_the_run(qtbot, view, tmp_path,
+                                                                   monkeypatch) -> None:
+    """`simulate` warned of a generated trace placed for another memory, the window did not:
+    the user saw DDR4 figures of an HBM2 placement with no word.  The note now shows under the
+    status line for that run, and goes with the next run on the trace's own memory."""
+    from engine.workloads.generate import TraceSpec, generate_trace
+
+    errors = []
+    monkeypatch.setattr(view, "_show_error", lambda msg, det: errors.append((msg, det)))
+    trace = tmp_path / "resnet_hbm2.h5"
+    generate_trace(TraceSpec("resnet50", batch=1, size="tiny", cache_bytes=0,
+                             memory="HBM2"), trace)
+    _setup(qtbot, view, trace)
+    with qtbot.waitSignal(view.run_finished, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    assert not errors
+    note = view.notes_label.text()
+    assert view.notes_label.isVisible()
+    assert "resnet_hbm2.h5: placed for HBM2" in note and "replayed on DDR4-3200" in note
+
+    view.config_combo.setCurrentIndex(view.config_combo.findText("HBM2"))
+    with qtbot.waitSignal(view.run_finished, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    assert not errors
+    assert not view.notes_label.isVisible() and view.notes_label.text() == ""

@@ -293,7 +293,8 @@ def test_simulate_says_when_a_generated_trace_meets_another_memory(
     import logging
 
     from engine.config import load_config
-    from engine.simulate_job import placement_notes, run_simulation
+    from engine.simulate_job import run_simulation
+    from engine.workloads.retarget import placement_notes
     path, _ = ddpm_nocache
     assert placement_notes(path, load_config("HBM2")) == []
     ddr4 = placement_notes(path, load_config("DDR4-3200"))

@@ -99,6 +99,29 @@ def read_placement(path: str | os.PathLike[str], group: str = "trace") -> dict[s
             "folded": bool(s.get("addresses_folded")), "address_hash": pl["address_hash"]}
 
 
+def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
+    """What a generated trace (an HDF5 trace with a placement record: `python main.py
+    trace`) says against the memory it is replayed on: placed for another memory (its
+    arrival cycles are in that memory's clock and its addresses hashed for that memory's
+    channels and banks). Empty for other traces, and for a generated trace on its own
+    memory. `simulate` logs these as warnings and the window shows them beside the run;
+    studies re-place a trace instead (:func:`placed_for`)."""
+    rec = read_placement(trace)
+    if not rec:
+        return []
+    notes = []
+    mem, tck = rec.get("memory"), rec.get("tck_ns")
+    if mem and mem != cfg.name and (tck is None or abs(float(tck) - cfg.tCK) > 1e-9
+                                    or rec.get("geometry", {}).get("capacity_bytes")
+                                    != cfg.capacity_bytes):
+        notes.append(f"placed for {mem} (tCK {tck} ns), replayed on {cfg.name} (tCK "
+                     f"{cfg.tCK:g} ns): its arrival cycles are read in {cfg.name}'s clock and "
+                     f"its addresses decoded with {cfg.name}'s mapping; regenerate it with "
+                     f"`trace --memory {cfg.name}`, or compare memories with `study`, which "
+                     "re-places a trace for each")
+    return notes
+
+
 def needs_retarget(record: dict[str, Any] | None, cfg: Any) -> bool:
     """Whether a trace with this placement record must be re-placed to run on ``cfg``."""
     from engine.workloads.placement import geometry, same_device

@@ -190,6 +190,14 @@ class SimulationView(QWidget):
         self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary_label.setWordWrap(True)      # a long summary must not widen the window
         self.status_label.setWordWrap(True)
+        # what the trace says against the memory (a generated trace placed for another
+        # memory): shown from the run's start until the next run
+        self.notes_label = QLabel("")
+        self.notes_label.setObjectName("notesLabel")
+        self.notes_label.setWordWrap(True)
+        self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notes_label.setStyleSheet("color: #a15c00;")
+        self.notes_label.hide()
 
         trace_row = QHBoxLayout()
         trace_row.addWidget(self.trace_edit, 1)
@@ -224,6 +232,7 @@ class SimulationView(QWidget):
         self._top.addLayout(form)
         self._top.addLayout(buttons)
         self._top.addWidget(self.status_label)
+        self._top.addWidget(self.notes_label)
         self._top.addWidget(self.summary_label)
 
     def _build_plots(self) -> None:
@@ -444,10 +453,12 @@ class SimulationView(QWidget):
         # plain options: engine.simulator (numba) is imported by the simulation process only
         options = {"epoch": int(self.epoch_spin.value())}
         self._set_running(True)
+        self._on_notes([])
         self.status_label.setText(f"Simulating {Path(trace).name} on {name}…")
         self.progress_bar.setRange(0, 0)            # busy until the first epoch
         run = start_simulation(cfg, [trace], options, parent=self)
         run.epochs.connect(self._on_epochs)
+        run.notes.connect(self._on_notes)
         run.progress.connect(self._on_progress)
         run.finished.connect(self._on_finished)
         run.failed.connect(self._on_failed)
@@ -549,6 +560,11 @@ class SimulationView(QWidget):
         self.progress_bar.setRange(0, 1000)
 
     # ---------------------------------------------------------------- worker signals
+    def _on_notes(self, notes: list) -> None:
+        """Show (or, with none, hide) what the run's traces say against its memory."""
+        self.notes_label.setText("\n".join("Note: " + n for n in notes))
+        self.notes_label.setVisible(bool(notes))
+
     def _on_epochs(self, records: list) -> None:
         self._pending.extend(records)      # drawn by the timer
 

@@ -626,6 +626,18 @@ def _ctrl_c_stops() -> Iterator[threading.Event]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     _outputs_first(args, [("schedule", args.schedule), ("reference", args.reference)],
                    out="evaluation output")
+    # options of the other mode would be ignored without a word: refused
+    other = (("--hw", args.hw), ("--network", args.network), ("--batch", args.batch),
+             ("--fused-halo", args.fused_halo)) if args.reference is not None else (
+        ("--arch-file", args.arch_file),)
+    unused = [flag for flag, value in other if value is not None]
+    if unused:
+        from optimizer.errors import OptimizerError
+        raise OptimizerError(
+            f"{', '.join(unused)} {'does' if len(unused) == 1 else 'do'} not apply "
+            + ("to --reference (a reference file's entries carry their own architecture, "
+               "workload and batch; --arch-file names architectures they only name)"
+               if args.reference is not None else "without --reference"))
     if args.reference is not None:
         from optimizer.reference import score_reference
 

@@ -374,6 +374,22 @@ def test_cli_bad_inputs(tmp_path: Path, net_file: Path,
     assert not (tmp_path / "o.json").exists()
 
 
+def test_cli_evaluate_refuses_options_of_the_other_mode(
+        tmp_path: Path, net_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`evaluate --reference F --hw large --network N` scored F's own architectures and
+    workloads and dropped --hw and --network without a word (and --arch-file was dropped
+    beside --schedule): each is refused, naming the flags, before any work."""
+    ref = tmp_path / "ref.json"
+    ref.write_text("{}")
+    rc, _, err = run_cli(capsys, "evaluate", "--reference", ref, "--hw", "large",
+                         "--network", net_file, "--out", tmp_path / "s.json")
+    assert rc == 2 and "--hw, --network do not apply to --reference" in err
+    rc, _, err = run_cli(capsys, "evaluate", "--schedule", ref, "--hw", "small",
+                         "--arch-file", ref)
+    assert rc == 2 and "--arch-file does not apply without --reference" in err
+    assert not (tmp_path / "s.json").exists()
+
+
 def test_cli_optimize_with_fadiff(tmp_path: Path, net_file: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     """FADiff through the CLI within a small evaluation budget: a valid schedule file."""

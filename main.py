@@ -563,12 +563,16 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from optimizer.methods import optimize, schedule_json
 
     due = _progress_due()
+    stage = ["search"]
 
     def progress(p: Any) -> None:
         # every PROGRESS_EVERY_S, whatever a method calls a step (BO's step is 8 trials: every
-        # 50th step never came, and a 50 s run printed nothing), terminal or log file alike
-        if due():
-            print(f"  ... {p.method} step {p.step}, {p.evaluations} evaluations, best EDP "
+        # 50th step never came, and a 50 s run printed nothing), terminal or log file alike;
+        # and at once when the refinement starts
+        if due() or p.stage != stage[0]:
+            stage[0] = p.stage
+            what = p.method + (" refinement" if p.stage == "refinement" else "")
+            print(f"  ... {what} step {p.step}, {p.evaluations} evaluations, best EDP "
                   f"{p.best_edp:.4g} pJ x cycles", file=sys.stderr, flush=True)
 
     from optimizer.batching import with_batch

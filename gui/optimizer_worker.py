@@ -141,7 +141,8 @@ def progress_dict(p: Any) -> dict[str, Any]:
     return {"method": p.method, "step": int(p.step), "evaluations": int(p.evaluations),
             "elapsed_s": float(p.elapsed_s), "loss": float(p.loss), "edp": float(p.edp),
             "best_edp": best if math.isfinite(best) else math.nan, "tau": float(p.tau),
-            "violation": float(p.violation), "fused": float(p.fused)}
+            "violation": float(p.violation), "fused": float(p.fused),
+            "stage": str(getattr(p, "stage", "search"))}
 
 
 def final_point(method: str, history: list[dict[str, Any]], evaluations: int, wall_s: float,
@@ -160,7 +161,8 @@ def final_point(method: str, history: list[dict[str, Any]], evaluations: int, wa
     return {"method": method, "step": (history[-1]["step"] + 1) if history else 1,
             "evaluations": int(evaluations), "elapsed_s": float(wall_s), "loss": math.nan,
             "edp": math.nan, "best_edp": best_edp, "tau": math.nan, "violation": math.nan,
-            "fused": math.nan}
+            "fused": math.nan,
+            "stage": history[-1].get("stage", "search") if history else "search"}
 
 
 class OptimizerWorker(QObject):

@@ -185,6 +185,6 @@ def schedule_json(result: SearchResult, space: SearchSpace) -> dict[str, Any]:
     out["history"] = [{"step": p.step, "evaluations": p.evaluations,
                        "elapsed_s": round(p.elapsed_s, 4), "loss": p.loss, "edp": p.edp,
                        "best_edp": p.best_edp if math.isfinite(p.best_edp) else None,
-                       "violation": p.violation}
+                       "violation": p.violation, "stage": p.stage}
                       for p in hist[::stride]]
     return out

@@ -14,6 +14,8 @@ Every candidate costs one layer-mapping evaluation per member of the group.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -182,7 +184,10 @@ def polish(space: SearchSpace, choices: np.ndarray, fused: list[int], *, rounds:
                     return choices, fused
                 improved |= _improve_group(space, group, choices, fused, cand)
         if tracker is not None:
-            tracker.report(0.0, float(score(space, choices, fused)[0]))
+            edp, violation = score(space, choices, fused)
+            if violation <= 0:
+                tracker.best_edp = min(tracker.best_edp, float(edp))
+            tracker.report(float(edp), float(edp), violation=float(violation))
         if not improved:
             break
     return choices, fused
@@ -207,13 +212,21 @@ def refine(space: SearchSpace, result: SearchResult, budget: Budget, seed: int =
     name, seed and history carry over."""
     if result.choices is None:
         raise ValueError(f"{result.method}: the result carries no choices to refine")
-    tracker = Tracker(result.method, budget, progress, cancel)
-    tracker.best_edp = result.result.edp
+    tracker = Tracker(result.method, budget, progress, cancel, after=result)
+    tracker.best_edp = result.result.edp if result.result.valid else min(
+        [p.best_edp for p in result.history], default=math.inf)
+    # the stage's start, reported at once (its objective: the exact EDP)
+    tracker.report(result.result.edp, result.result.edp)
     choices, fused = polish(space, result.choices, list(result.fused_idx), rounds=rounds,
                             samples=samples, seed=seed, tracker=tracker)
     out = finish(space, tracker, choices, fused, seed)
     if out.result.edp > result.result.edp:       # never worse than its input (repair noise)
         out = finish(space, tracker, result.choices, list(result.fused_idx), seed)
+    if out.result.valid:
+        tracker.best_edp = min(tracker.best_edp, out.result.edp)
+    # where the stage ended (its budget may have run out inside a round, which reports at its
+    # end only)
+    tracker.report(out.result.edp, out.result.edp, check=False)
     out.schedule.meta.update(result.schedule.meta)
     out.schedule.meta.update({"edp_before_refinement": result.result.edp,
                               "refine_evaluations": tracker.evaluations,

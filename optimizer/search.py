@@ -85,6 +85,7 @@ class Progress:
     tau: float = math.nan     # Gumbel-Softmax temperature (FADiff)
     violation: float = 0.0    # summed constraint violation of the current candidate
     fused: float = math.nan   # mean fusion variable (FADiff)
+    stage: str = "search"     # "search", or "refinement" (the exact stage after any method)
 
 
 ProgressFn = Callable[[Progress], None]
@@ -111,7 +112,10 @@ class Tracker:
     """Budget, progress and cancel bookkeeping for one run of a method."""
 
     def __init__(self, method: str, budget: Budget, progress: ProgressFn | None,
-                 cancel: CancelFn | None) -> None:
+                 cancel: CancelFn | None, after: "SearchResult | None" = None) -> None:
+        """``after``: the earlier stage's result when this tracker counts a later stage (the
+        refinement): its reports then go on from that stage's step, evaluations and time,
+        so a run's progress is one curve (the budget still counts this stage alone)."""
         self.method, self.budget = method, budget
         self.progress_fn, self.cancel_fn = progress, cancel
         self.start = time.perf_counter()
@@ -120,6 +124,10 @@ class Tracker:
         self.step = 0
         self.best_edp = math.inf
         self.history: list[Progress] = []
+        self.stage = "search" if after is None else "refinement"
+        last = after.history[-1] if after is not None and after.history else None
+        self._before = ((last.step if last else 0, after.evaluations, after.wall_s)
+                        if after is not None else (0, 0, 0.0))
 
     @property
     def elapsed(self) -> float:
@@ -157,14 +165,19 @@ class Tracker:
         if self.cancel_fn is not None and self.cancel_fn():
             raise OptimizationCancelled(f"{self.method}: cancelled after {self.step} steps")
 
-    def report(self, loss: float, edp: float, **extra: Any) -> None:
+    def report(self, loss: float, edp: float, check: bool = True, **extra: Any) -> None:
+        """Record (and pass on) one progress report; then honour a cancel unless ``check`` is
+        False (a report of finished work)."""
         self.step += 1
-        p = Progress(self.method, self.step, self.evaluations, self.elapsed, float(loss),
-                     float(edp), float(self.best_edp), **extra)
+        steps, evaluations, seconds = self._before
+        p = Progress(self.method, steps + self.step, evaluations + self.evaluations,
+                     seconds + self.elapsed, float(loss), float(edp), float(self.best_edp),
+                     stage=self.stage, **extra)
         self.history.append(p)
         if self.progress_fn is not None:
             self.progress_fn(p)
-        self.check_cancel()
+        if check:
+            self.check_cancel()
 
 
 def score(space: SearchSpace, choices: np.ndarray, fused: Sequence[int] = ()) -> tuple[float, float]:

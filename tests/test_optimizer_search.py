@@ -142,6 +142,27 @@ def test_refinement_is_a_stage_for_any_result(space: SearchSpace) -> None:
         out.result.edp, rel=1e-12)
 
 
+@pytest.mark.parametrize("method", ["random", "fadiff"])
+def test_the_refinement_reports_go_on_from_the_search(space: SearchSpace, method: str) -> None:
+    """The refinement's reports restarted at step 1, evaluation 0 and 0 s: the window's curves
+    (x = evaluations) ran back to the origin and its progress bar fell back when the stage
+    began, and the CLI's lines read as the search's.  They now go on from the search's last
+    report, say their stage, and the last one is at the run's evaluation count."""
+    points = []
+    res, _ = optimize(space.net, space.hw, method, Budget(evaluations=3000), 1,
+                      progress=points.append)
+    stages = [p.stage for p in points]
+    k = stages.index("refinement")
+    assert set(stages[:k]) == {"search"} and set(stages[k:]) == {"refinement"}
+    for key in ("step", "evaluations", "elapsed_s"):
+        seq = [getattr(p, key) for p in points]
+        assert all(a <= b for a, b in zip(seq, seq[1:])), key
+    assert points[k].evaluations == res.raw_evaluations
+    assert points[-1].evaluations == res.evaluations
+    assert points[-1].best_edp == res.result.edp and res.result.valid
+    assert [p.stage for p in res.history] == stages
+
+
 def _mapping(res, name: str) -> dict:
     return res.schedule.to_json()["layers"][name]
 

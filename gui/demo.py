@@ -11,11 +11,11 @@ later starts reopen that copy, with whatever the user saved in it.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from engine.fileio import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +47,8 @@ def demo_project_copy(data_dir: Path | None = None, shipped: Path = SHIPPED_DEMO
                     "projects/examples/make_examples.py)", shipped)
         return None
     folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    try:
+    with atomic_path(target) as tmp:
         shutil.copyfile(shipped, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return target
 
 

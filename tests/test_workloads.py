@@ -422,3 +422,27 @@ def test_trace_prints_progress_while_it_expands(tmp_path: Path, capsys, monkeypa
                       "--cache-mib", "0", "--out", str(tmp_path / "t.h5")]) == 0
     lines = [x for x in capsys.readouterr().err.splitlines() if "... operator" in x]
     assert lines and lines[-1].endswith("(100 %)")
+
+
+def test_an_interrupted_generation_keeps_the_earlier_trace(tmp_path: Path, monkeypatch,
+                                                           capsys) -> None:
+    """The trace is written into a temporary file beside it and moved onto it at the end
+    (engine.fileio.atomic_path): a Ctrl-C half-way leaves the earlier trace as it was and no
+    temporary file."""
+    import engine.workloads.generate as gen
+    out = tmp_path / "t.h5"
+    args = ["trace", "--workload", "resnet50", "--size", "tiny", "--batch", "1",
+            "--cache-mib", "0", "--out", str(out)]
+    assert main.main(args) == 0
+    before = out.read_bytes()
+    calls = [0]
+    real_append = gen._Writer.append
+
+    def append_then_interrupt(self, cols):
+        real_append(self, cols)
+        calls[0] += 1
+        raise KeyboardInterrupt
+    monkeypatch.setattr(gen._Writer, "append", append_then_interrupt)
+    assert main.main(args + ["--batch", "2"]) == 130 and calls[0] == 1
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["t.h5"]

@@ -33,10 +33,10 @@ dtype bytes x 4 read, x 3 written).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -45,7 +45,7 @@ import numpy as np
 
 from engine.address import bank_of, decode
 from engine.errors import DiffMemError
-from engine.fileio import fsync_dir, json_default, replace_target
+from engine.fileio import atomic_path, json_default
 from engine.trace import HDF5_CHUNK, HDF5_FORMAT_NAME, HDF5_VERSION
 
 log = logging.getLogger(__name__)
@@ -206,10 +206,9 @@ class _Writer:
 
     def __init__(self, path: Path, compression: str | None) -> None:
         import h5py
-        self.path = path = replace_target(path)  # (a link's target; a device or FIFO refused)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        self.tmp = Path(tmp)
+        # the temporary file next to the trace, moved onto it by finish() (engine.fileio)
+        self._replace = contextlib.ExitStack()
+        self.tmp = self._replace.enter_context(atomic_path(path))
         self.h5 = h5py.File(self.tmp, "w")
         self.group = self.h5.create_group("trace")
         opts: dict[str, Any] = {"compression": compression,
@@ -240,17 +239,14 @@ class _Writer:
         for k, v in ops.items():
             og.create_dataset(k, data=v, compression="gzip" if v.size > 1024 else None)
         self.h5.close()
-        with self.tmp.open("rb+") as f:
-            os.fsync(f.fileno())
-        os.chmod(self.tmp, 0o644)
-        os.replace(self.tmp, self.path)
-        fsync_dir(self.path.parent)
+        self._replace.close()
 
     def abort(self) -> None:
         try:
             self.h5.close()
         finally:
-            self.tmp.unlink(missing_ok=True)
+            stop = RuntimeError("trace not written")     # removes the temporary file
+            self._replace.__exit__(type(stop), stop, None)
 
 
 class _Stats:

@@ -118,14 +118,20 @@ def _end_of_run_lines(s: dict[str, Any]) -> list[str]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    stats = run_simulation(args.config, args.trace, args.out, cycles=args.cycles,
-                           max_cycles=args.max_cycles, epoch=args.epoch,
-                           cmd_trace=args.cmd_trace, phantom_eof_read=args.phantom_eof_read,
-                           scheduler=args.scheduler, page_policy=args.page_policy,
-                           wrap_addresses=args.wrap_addresses, intake=args.intake,
-                           threads=args.threads)
+    with _ctrl_c_stops("the trace is cut here; the requests read so far are completed and "
+                       "their statistics written") as stopped:
+        stats = run_simulation(args.config, args.trace, args.out, cycles=args.cycles,
+                               max_cycles=args.max_cycles, epoch=args.epoch,
+                               cmd_trace=args.cmd_trace,
+                               phantom_eof_read=args.phantom_eof_read,
+                               scheduler=args.scheduler, page_policy=args.page_policy,
+                               wrap_addresses=args.wrap_addresses, intake=args.intake,
+                               threads=args.threads, stop=stopped.is_set)
     print(format_summary(str(stats.summary.get("config", args.config)), stats.summary))
-    print(f"statistics written to {args.out}")
+    cut = stats.summary.get("stopped_early")
+    print(f"statistics written to {args.out}" + (
+        f" (stopped early by Ctrl-C: the trace cut after its requests arriving by cycle "
+        f"{stats.summary.get('trace_cut_after_cycle')})" if cut else ""))
     if args.cmd_trace is not None:
         from engine.simulator import cmd_trace_paths
         files = cmd_trace_paths(args.cmd_trace, int(stats.summary["channels_count"]))
@@ -605,10 +611,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _ctrl_c_stops() -> Iterator[threading.Event]:
+def _ctrl_c_stops(kept: str = "the best schedule so far is kept"
+                  ) -> Iterator[threading.Event]:
     """A first Ctrl-C sets the event (a search budget's ``stop``: the search ends as if its
     budget were spent and its best schedule is kept, refined and written, as the GUI's Stop
-    does); a second one interrupts as usual. Main thread only (elsewhere: no handler)."""
+    does; a simulation's: the trace is cut where it is read) and says what is ``kept``; a
+    second one interrupts as usual. Main thread only (elsewhere: no handler)."""
     stopped = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield stopped
@@ -618,8 +626,7 @@ def _ctrl_c_stops() -> Iterator[threading.Event]:
         if stopped.is_set():
             raise KeyboardInterrupt
         stopped.set()
-        print("stopping: the best schedule so far is kept (Ctrl-C again to abort)",
-              file=sys.stderr, flush=True)
+        print(f"stopping: {kept} (Ctrl-C again to abort)", file=sys.stderr, flush=True)
     old = signal.signal(signal.SIGINT, first)
     try:
         yield stopped

@@ -52,8 +52,11 @@ def apply_overrides(cfg: Any, scheduler: str | None, page_policy: str | None) ->
 
 
 def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | None, *,
-            progress: Callable[[Any, Any], None] | None = None) -> "Stats":
-    """Load the config, simulate the traces, write the statistics JSON to `out` (if given)."""
+            progress: Callable[[Any, Any], None] | None = None,
+            stop: Callable[[], bool] | None = None) -> "Stats":
+    """Load the config, simulate the traces, write the statistics JSON to `out` (if given).
+    `stop` (read between chunks of the trace) cuts the trace there: the requests read so far
+    are completed and their statistics written, marked ``stopped_early``."""
     from engine.config import load_config
     from engine.simulator import SimOptions, simulate_trace
     from engine.workloads.retarget import placement_notes
@@ -76,7 +79,8 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     for t in traces:
         for line in placement_notes(t, cfg):
             log.warning("%s: %s", t, line)
-    stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress)
+    stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress,
+                           stop=stop)
     s = stats.summary
     if not (s["num_reads_accepted"] + s["num_writes_accepted"] + s["num_requests_waiting"]):
         # (with --cycles an idle memory is a meaningful run: refresh and background energy)
@@ -89,6 +93,6 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
 
 def run_simulation(config: str, traces: Sequence[str | Path], out: str | Path | None, *,
                    progress: Callable[[Any, Any], None] | None = None,
-                   **options: Any) -> "Stats":
+                   stop: Callable[[], bool] | None = None, **options: Any) -> "Stats":
     """:func:`run_job` with the job's fields as keyword arguments (cycles=..., epoch=...)."""
-    return run_job(SimulateJob(config, **options), traces, out, progress=progress)
+    return run_job(SimulateJob(config, **options), traces, out, progress=progress, stop=stop)

@@ -2038,10 +2038,14 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                    options: SimOptions | None = None, *,
                    progress: ProgressFn | None = None,
                    cancel: Callable[[], bool] | None = None,
-                   group: str = "trace") -> "Stats":
+                   group: str = "trace", stop: Callable[[], bool] | None = None) -> "Stats":
     """Simulate one trace file, or several merged by time (one per core/stream).
 
-    `group` names the HDF5 group of an HDF5 trace (a project file holds several)."""
+    `group` names the HDF5 group of an HDF5 trace (a project file holds several). `cancel`
+    abandons the run (SimulationCancelled); `stop`, read before each chunk of the trace, ends
+    it there as if the trace ended: the requests read so far are completed and their
+    statistics returned, with ``stopped_early`` and ``trace_cut_after_cycle`` (the last
+    arrival read) in the summary (`simulate`'s first Ctrl-C)."""
     from engine.trace import iter_merged, iter_trace
     options = options or SimOptions()
     paths = [traces] if isinstance(traces, (str, Path)) else list(traces)
@@ -2053,9 +2057,10 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                               group=group)
         return iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
                            group=group)
-    chunks = fitted_requests(cfg, open_chunks(), paths, options.line_bytes, group)
+    chunks = _Cut(fitted_requests(cfg, open_chunks(), paths, options.line_bytes, group),
+                  stop)
     if options.threads > 1 and cfg.channels > 1:
-        return _simulate_threaded(cfg, chunks, options, progress, cancel)
+        return chunks.noted(_simulate_threaded(cfg, chunks, options, progress, cancel))
     if options.threads > 1:
         options = dataclasses.replace(options, threads=1)     # one channel: one thread
     sim = Simulator(cfg, options)
@@ -2069,9 +2074,38 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                 break
         stats = sim.finish(progress=progress, cancel=cancel)
         stats.summary["num_requests_waiting"] += late
-        return stats
+        return chunks.noted(stats)
     finally:
         sim.close()
+
+
+class _Cut:
+    """A run's chunks, ended early when `stop()` says so before a chunk (the trace is then
+    cut after the last chunk read)."""
+
+    def __init__(self, chunks: Iterable, stop: Callable[[], bool] | None) -> None:
+        self._chunks, self._stop = iter(chunks), stop
+        self.cut = False
+        self.last_cycle: int | None = None
+
+    def __iter__(self) -> "_Cut":
+        return self
+
+    def __next__(self):
+        if self._stop is not None and self._stop():
+            self.cut = True
+            raise StopIteration
+        ch = next(self._chunks)
+        if len(ch.cycle):
+            self.last_cycle = int(ch.cycle[-1])
+        return ch
+
+    def noted(self, stats: "Stats") -> "Stats":
+        """`stats` with the cut recorded in its summary (nothing when the run was whole)."""
+        if self.cut:
+            stats.summary["stopped_early"] = True
+            stats.summary["trace_cut_after_cycle"] = self.last_cycle
+        return stats
 
 
 def _due_in_unread_chunks(chunks: Iterable, limit: int | None) -> int:

@@ -37,3 +37,76 @@ def test_cycles_max_cycles_and_wrap_from_the_command_line(tmp_path: Path) -> Non
     assert "pending" in res.stdout
     res, _ = _simulate(tmp_path, trace, "--cycles", "10", "--max-cycles", "5")
     assert res.returncode == 2 and "not allowed with" in res.stderr
+
+
+def _random_trace(path: Path, n: int, seed: int = 3) -> list[str]:
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    addr = rng.integers(0, 1 << 26, n) * 64          # 4 GiB: within every preset
+    cycles = np.cumsum(rng.integers(0, 6, n))
+    kind = np.where(rng.random(n) < 0.3, "WRITE", "READ")
+    lines = [f"0x{a:x} {k} {c}\n" for a, k, c in zip(addr, kind, cycles)]
+    path.write_text("".join(lines))
+    return lines
+
+
+def _same_run(a: dict, b: dict) -> None:
+    skip = {"wall_seconds", "stopped_early", "trace_cut_after_cycle"}
+    assert {k: v for k, v in a.items() if k not in skip} == \
+        {k: v for k, v in b.items() if k not in skip}
+
+
+def test_a_stop_cuts_the_trace_and_keeps_its_statistics(tmp_path: Path) -> None:
+    """simulate's first Ctrl-C lost the whole run. It now stops reading the trace (`stop`,
+    read before each chunk) and completes what was read: the statistics equal those of the
+    trace cut at that point, written and marked, in one thread and in two."""
+    from engine.simulate_job import run_simulation
+    from engine.simulator import SimOptions
+    chunk = SimOptions().chunk_size
+    full = tmp_path / "full.trace"
+    lines = _random_trace(full, 3 * chunk + 100)
+    cut = tmp_path / "cut.trace"
+    cut.write_text("".join(lines[:2 * chunk]))
+    for config, threads in (("DDR4-3200", 1), ("HBM2", 2)):
+        calls = [0]
+
+        def stop() -> bool:
+            calls[0] += 1
+            return calls[0] > 2                  # two chunks read, then stop
+        out = tmp_path / f"stopped_{threads}.json"
+        stopped = run_simulation(config, [full], out, stop=stop, threads=threads)
+        whole = run_simulation(config, [cut], None, threads=threads)
+        s = json.loads(out.read_text())
+        assert s["stopped_early"] is True
+        assert s["trace_cut_after_cycle"] == int(lines[2 * chunk - 1].split()[2])
+        _same_run(stopped.to_dict(), whole.to_dict())
+        assert s["num_reads_done"] + s["num_writes_done"] == 2 * chunk
+    untouched = run_simulation("DDR4-3200", [cut], None, stop=lambda: False).summary
+    assert "stopped_early" not in untouched and "trace_cut_after_cycle" not in untouched
+
+
+def test_ctrl_c_writes_the_statistics_of_the_trace_read_so_far(tmp_path: Path) -> None:
+    """A first Ctrl-C (SIGINT) of `simulate` cuts the trace, completes the requests read and
+    writes their statistics (exit 0, marked in the JSON and the last line)."""
+    import signal
+    import time
+    trace = tmp_path / "big.trace"
+    _random_trace(trace, 2_000_000)
+    out = tmp_path / "s.json"
+    proc = subprocess.Popen([sys.executable, str(REPO / "main.py"), "-v", "simulate",
+                             "--config", "DDR4-3200", "--trace", str(trace), "--out", str(out)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = []
+    for line in proc.stderr:                 # the handler is set before this debug line
+        err.append(line)
+        if "simulating" in line:
+            break
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, rest = proc.communicate(timeout=600)
+    assert proc.returncode == 0, "".join(err) + rest
+    assert "stopping: the trace is cut here" in rest
+    s = json.loads(out.read_text())
+    assert s["stopped_early"] is True
+    assert 0 < s["num_reads_done"] + s["num_writes_done"] < 2_000_000
+    assert "stopped early by Ctrl-C" in stdout

@@ -750,7 +750,8 @@ def load_ini(path: str | os.PathLike[str], *, strict: bool = False) -> MemoryCon
             if strict:
                 raise ConfigError(message, path=path, line=line, key=key)
             log.warning("%s:%d: key '%s': %s; ignored", path, line, key, message)
-    for shadow, real in (("tRTP_L", "tRTP"), ("REFI", "tREFI")):
+    for shadow, real in (("tRTP_L", "tRTP"), ("REFI", "tREFI"), ("IDD5", "IDD5AB"),
+                         ("IDD6", "IDD6x")):
         if shadow.lower() in present and real not in values:
             log.info("%s: %s is not read by DRAMsim3 and %s is missing: using %s = %s",
                      path, shadow, real, real, PARAM_BY_NAME[real].default)

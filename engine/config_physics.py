@@ -127,4 +127,29 @@ def unusual(cfg: Any) -> list[str]:
                  f"refresh ({JEDEC_TRFC_MIN_NS:.0f} ns)")
     if cfg.CL == 0:
         w.append("CL = 0: a read returns data in the cycle it is issued")
+    w += negative_energies(cfg)
     return w
+
+
+#: Per-command energy increments (engine.power.energy_increments) and what they charge.
+_COMMAND_ENERGY = (("act_energy_inc", "ACTIVATE", "IDD0 x tRC against IDD3N x tRAS + IDD2N x tRP"),
+                   ("read_energy_inc", "READ", "IDD4R against IDD3N"),
+                   ("write_energy_inc", "WRITE", "IDD4W against IDD3N"),
+                   ("ref_energy_inc", "all-bank REFRESH", "IDD5AB against IDD3N"))
+
+
+def negative_energies(cfg: Any) -> list[str]:
+    """A warning for each command whose energy is negative with the config's currents
+    (DRAMsim3 charges the current above active standby: a READ's is VDD x (IDD4R - IDD3N) x
+    the burst, so an IDD4R below IDD3N takes energy away at every READ, and the component
+    in the statistics is negative; the totals hide it).  The per-bank refresh's own warning
+    is given by engine.power when such refreshes happen."""
+    from engine.power import energy_increments
+    try:
+        inc = energy_increments(cfg)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return []
+    return [f"{what} energy is negative ({rule}: {inc[key]:.4g} mW x cycles a command): "
+            f"the statistics' {key.split('_')[0]}_energy will be below zero, as DRAMsim3 "
+            f"computes it; check the IDD currents"
+            for key, what, rule in _COMMAND_ENERGY if inc[key] < 0]

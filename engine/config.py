@@ -414,6 +414,12 @@ class MemoryConfig:
         return self.bus_width // 8 * self.BL_eff
 
     @property
+    def peak_bandwidth_GBps(self) -> float:
+        """Peak data bandwidth (GB/s): every channel moving one request per burst, request
+        bytes / (burst cycles x tCK)."""
+        return self.channels * self.request_size_bytes / (self.burst_cycle * self.tCK)
+
+    @property
     def shift_bits(self) -> int:
         return _log2(self.request_size_bytes)
 
@@ -972,6 +978,8 @@ def load_config(spec: str | os.PathLike[str]) -> MemoryConfig:
         ram = load_yaml(spec)
         for note in ram.differences:
             log.info("%s: %s", spec, note)
+        for w in ram.memory.warnings:
+            log.warning("%s: %s", spec, w)
         return ram.memory
     return load_preset(spec)
 

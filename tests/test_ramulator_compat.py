@@ -190,3 +190,39 @@ def test_cli_ramulator_command(tmp_path: Path) -> None:
     bad = _yaml(tmp_path, "hbm", impl="HBM2", org="HBM2_8Gb", timing="HBM2_2Gbps")
     assert main.main(["ramulator", "--config", str(bad), "--trace",
                       str(tmp_path / "s.lst")]) == 2
+
+
+def test_a_ddr5_file_without_rfm_stops_as_ramulator_does(tmp_path: Path, capsys) -> None:
+    """Ramulator 2.0's DDR5 reads its RFM group at setup and stops without one (NOTES.md);
+    the compatible mode ran such a file. Our own engine (simulate) still runs it."""
+    import main
+    ddr5 = dict(impl="DDR5", org="DDR5_16Gb_x8", timing="DDR5_3200AN")
+    (tmp_path / "s.lst").write_text("".join(f"LD {i * 64:#x}\n" for i in range(50)))
+    args = ["ramulator", "--trace", str(tmp_path / "s.lst"), "--config"]
+    assert main.main(args + [str(_yaml(tmp_path, "rfm", extra="    RFM:\n      BRC: 2",
+                                       **ddr5))]) == 0
+    capsys.readouterr()
+    assert main.main(args + [str(_yaml(tmp_path, "norfm", **ddr5))]) == 2
+    assert 'ParamGroup "RFM" is not specified' in capsys.readouterr().err
+    assert load_config(tmp_path / "norfm.yaml").protocol == "DDR5"
+
+
+def test_an_import_faster_than_its_data_rate_is_warned(tmp_path: Path) -> None:
+    """`simulate --config lpddr5.yaml` moved 48.6 GB/s on one 32-bit LPDDR5-6400 channel
+    (25.6 GB/s): Ramulator's 312 ps clock runs the preset's 800 MHz cycles. An imported
+    memory whose peak exceeds the file's data rate is now a config warning (in the
+    statistics' config_warnings); DDR4 and DDR5 imports peak at their rate and say nothing."""
+    lp5 = load_config(_yaml(tmp_path, "lp5", impl="LPDDR5", org="LPDDR5_8Gb_x16",
+                            timing="LPDDR5_6400"))
+    assert lp5.peak_bandwidth_GBps == pytest.approx(64 / (4 * 0.312))
+    (w,) = [w for w in lp5.warnings if "peaks at" in w]
+    assert "2x what 6400 MT/s on 1 x 32 bits moves (25.6 GB/s)" in w
+    hbm3 = load_config(_yaml(tmp_path, "hbm3", impl="HBM3", org="HBM3_8Gb",
+                             timing="HBM3_2Gbps"))
+    assert any("peaks at" in w and "HBM2's" in w for w in hbm3.warnings)
+    ddr4 = load_config(_yaml(tmp_path))
+    ddr5 = load_config(_yaml(tmp_path, "d5", impl="DDR5", org="DDR5_16Gb_x8",
+                             timing="DDR5_3200AN", extra="    RFM:\n      BRC: 2"))
+    for cfg, peak in ((ddr4, 25.6), (ddr5, 12.8)):
+        assert cfg.peak_bandwidth_GBps == pytest.approx(peak)
+        assert not any("peaks at" in w for w in cfg.warnings)

@@ -595,6 +595,10 @@ def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLi
         raise ConfigError(f"Scheduler {ram.scheduler}: the Ramulator-compatible mode "
                           "reproduces FRFCFS only", path=ram.path,
                           key="MemorySystem.Controller.Scheduler.impl")
+    if ram.standard == "DDR5" and "RFM" not in ram.groups:
+        # DDR5.cpp reads its RFM parameters at setup (NOTES.md): without the group 2.0 stops
+        raise RamulatorAbort('ParamGroup "RFM" is not specified (MemorySystem.DRAM needs an '
+                             'RFM group, e.g. RFM: {BRC: 2})')
     tr = read_loadstore(trace)
     apply = _mapper(ram)
     stats = CompatStats()

@@ -64,6 +64,7 @@ class RamulatorConfig:
     channel_width: int = 0
     frontend_ratio: int = 1
     memory_ratio: int = 1
+    groups: tuple[str, ...] = ()     # the DRAM block's parameter groups (org, timing, RFM ...)
 
 
 def _get(tree: Any, path: str, file: Path, default: Any = ..., kind: type | tuple = object) -> Any:
@@ -236,6 +237,23 @@ def load_yaml(path: str | os.PathLike[str]) -> RamulatorConfig:
     except ConfigError as exc:
         raise ConfigError(f"the configuration it describes is not valid here: {exc}",
                           path=file) from exc
+    # the data rate the file gives against the peak of the memory as imported (its clock
+    # and our standard's burst): LPDDR5's preset cycles are of the 800 MHz CK but Ramulator
+    # runs them at tCK = 312 ps (NOTES.md); Ramulator's HBM3 clock is HBM2's (CK = rate / 2),
+    # on which our HBM3 rule moves a BL8 burst in 2 cycles
+    rate_peak = cfg.channels * cfg.bus_width / 8 * t["rate"] / 1000.0
+    if cfg.peak_bandwidth_GBps > 1.01 * rate_peak:
+        why = {"LPDDR5": "Ramulator's 312 ps clock runs the preset's cycles of the 800 MHz CK",
+               "HBM3": "Ramulator's HBM3 clock is HBM2's (CK = rate / 2), on which our HBM3 "
+                       "burst rule (BL8 in 2 CK) is twice as fast"}.get(impl, "")
+        cfg._load_warnings.append(
+            f"{impl} as imported (tCK {cfg.tCK * 1000:.0f} ps, a burst in "
+            f"{cfg.burst_cycle} cycles) peaks at {cfg.peak_bandwidth_GBps:.4g} GB/s, "
+            f"{cfg.peak_bandwidth_GBps / rate_peak:.3g}x what {t['rate']} MT/s on "
+            f"{cfg.channels} x {cfg.bus_width} bits moves ({rate_peak:.4g} GB/s)"
+            + (f": {why}" if why else "") + "; bandwidth and time are not the device's (for "
+            f"the device run our {impl} presets; for Ramulator's figures, the ramulator "
+            "command)")
     if cfg.ranks != ranks:
         raise ConfigError(f"MemorySystem.DRAM.org.rank = {ranks}: our sizing gives "
                           f"{cfg.ranks} ranks", path=file, key="MemorySystem.DRAM.org.rank")
@@ -252,4 +270,6 @@ def load_yaml(path: str | os.PathLike[str]) -> RamulatorConfig:
                            timings=t, counts=(channels, level1, bgs, counts["bank"],
                                               counts["row"], counts["column"]),
                            prefetch=prefetch, channel_width=width, frontend_ratio=fe_ratio,
-                           memory_ratio=mem_ratio)
+                           memory_ratio=mem_ratio,
+                           groups=tuple(str(k) for k in (_get(tree, "MemorySystem.DRAM", file,
+                                                              {}) or {}) if isinstance(k, str)))

@@ -51,8 +51,7 @@ def peak_bandwidth_GBps(cfg: Any) -> float:
     """The memory's peak data bandwidth in GB/s: every channel moving one request per burst
     (request bytes / (burst cycles x tCK)); NaN when the config lacks a field."""
     try:
-        return (int(cfg.channels) * float(cfg.request_size_bytes)
-                / (int(cfg.burst_cycle) * float(cfg.tCK)))
+        return float(cfg.peak_bandwidth_GBps)
     except Exception:  # noqa: BLE001 - an odd config: no peak line
         return math.nan
 

@@ -215,6 +215,11 @@ def parse_command_trace(path_or_lines: str | Path | Iterable[str]) -> list[Cmd]:
         if not text:
             continue
         parts = text.split()
+        if "," in text:
+            raise error(f"{text!r} is not a DRAMsim3 command-trace line (CYCLE CMD CHANNEL RANK "
+                        "BANKGROUP BANK ROW COLUMN): comma-separated lines are Ramulator 2's "
+                        "command recorder's (the ramulator command's --cmd-trace), which this "
+                        "checker does not read; simulate --cmd-trace writes DRAMsim3's format")
         if len(parts) != 8:
             raise error(f"expected 8 fields (CYCLE CMD CHANNEL RANK BANKGROUP BANK ROW "
                              f"COLUMN), got {len(parts)}: {text!r}")
@@ -381,7 +386,7 @@ def _violation(cmd: Cmd, rule: str, ref: Cmd | None, required: int, detail: str 
     """Build a Violation with a readable message."""
     if required >= 0:
         text = (f"{cmd.describe()}: {rule} requires cycle >= {required}"
-                f" ({required - cmd.cycle} cycle(s) late)")
+                f" ({required - cmd.cycle} cycle(s) early)")
     else:
         text = f"{cmd.describe()}: {rule}"
     if ref is not None:
@@ -1033,13 +1038,34 @@ def check_commands(cmds: Iterable[Cmd], params: CheckParams) -> list[Violation]:
     return out
 
 
-def _split_channels(cmds: list[Cmd], channel: int | None, source: str) -> dict[int, list[Cmd]]:
-    """Group commands by channel; lines printing channel -1 go to ``channel``."""
+def _split_channels(cmds: list[Cmd], channel: int | None, source: str,
+                    channels: int | None = None) -> dict[int, list[Cmd]]:
+    """Group commands by channel; lines printing channel -1 go to ``channel``. A channel
+    outside the config's ``channels`` (given or printed) is a TraceError."""
+    path = Path(source) if source != "<lines>" else None
+
+    def error(message: str, line: int | None = None) -> TraceError:
+        # (lines without a file: the line number leads the message, as the parser's do)
+        if path is None and line is not None:
+            message = f"line {line}: {message}"
+        return TraceError(message, path=path, line=line)
+    if channels is not None and channel is not None and not 0 <= channel < channels:
+        raise error(f"channel {channel}: the memory has {channels} channel(s) (expected 0 to "
+                    f"{channels - 1})")
+    if channels is not None:
+        bad = next((c for c in cmds if c.channel >= channels), None)
+        if bad is not None:
+            raise error(f"channel {bad.channel}: the memory has {channels} channel(s) "
+                        f"(expected 0 to {channels - 1}; is this the config the trace was "
+                        "made with?)", bad.line)
     seen = sorted({c.channel for c in cmds if c.channel >= 0})
     if channel is None:
         if len(seen) > 1 and any(c.channel < 0 for c in cmds):
-            raise ValueError(f"{source}: trace mixes channels {seen} and has commands without "
-                             f"a channel (-1); pass channel= to say which channel they are on")
+            first = next(c for c in cmds if c.channel < 0)
+            raise error(f"the trace mixes channels {seen} and commands without a channel "
+                        "(-1, as a one-channel command trace prints them): check each "
+                        "channel's file on its own (--channel N names the channel of a file's "
+                        "-1 lines)", first.line)
         channel = seen[0] if seen else 0
     groups: dict[int, list[Cmd]] = {}
     for c in cmds:
@@ -1062,15 +1088,17 @@ def check_command_trace(path_or_lines: str | Path | Iterable[str], cfg: Any, *,
     params = CheckParams.from_config(cfg, strict=strict)
     source = str(path_or_lines) if isinstance(path_or_lines, (str, Path)) else "<lines>"
     out: list[Violation] = []
-    for ch, ch_cmds in sorted(_split_channels(cmds, channel, source).items()):
+    channels = getattr(cfg, "channels", None)
+    for ch, ch_cmds in sorted(_split_channels(cmds, channel, source,
+                                              int(channels) if channels else None).items()):
         found = check_commands(ch_cmds, params)
         logger.debug("%s channel %d: %d commands, %d violations", source, ch, len(ch_cmds),
                      len(found))
         out.extend(found)
     out.sort(key=lambda v: (v.line, v.rule))
     if out:
-        logger.info("%s: %d JEDEC timing violation(s); first: %s", source, len(out),
-                    out[0].message)
+        logger.debug("%s: %d JEDEC timing violation(s); first: %s", source, len(out),
+                     out[0].message)
     else:
-        logger.info("%s: %d commands, no JEDEC timing violations", source, len(cmds))
+        logger.debug("%s: %d commands, no JEDEC timing violations", source, len(cmds))
     return out

@@ -411,7 +411,8 @@ def test_mixed_channels() -> None:
         lines([(10, "read", 0, 0, 0, 1)], channel=1)
     (v,) = check_command_trace(text, DDR4)
     assert (v.rule, v.line) == ("tRCD", 3)
-    with pytest.raises(ValueError, match="channel="):
+    with pytest.raises(TraceError, match=r"line 4: .*mixes channels \[0, 1\] .*check each "
+                                         r"channel's file on its own"):
         check_command_trace(text + ["6300 refresh -1 0 -1 -1 -0x1 -0x1"], DDR4)
     assert check_command_trace(text + ["6300 refresh -1 1 -1 -1 -0x1 -0x1"], DDR4,
                                channel=0)[0].rule == "tRCD"
@@ -429,3 +430,23 @@ def test_strict_lpddr4_adds_a_cycle_to_write_recovery() -> None:
     assert check(trace, cfg) == []
     (v,) = check(trace, cfg, strict=True)
     assert (v.rule, v.required) == ("tWR", 67)
+
+
+def test_channels_outside_the_config_and_ramulator_traces_are_errors(tmp_path) -> None:
+    """--channel 7 on a 2-channel DDR5 checked the file as channel 7 and reported 2,177 bogus
+    violations; a command naming a channel the memory lacks, and Ramulator 2's recorder
+    format ("1, ACT, 0, ..."), read as "unknown command 'ACT,'": each is now an error that
+    says what is wrong."""
+    from engine.config import load_config
+    ddr5 = load_config("DDR5-4800B")
+    text = ["6 activate 0 0 0 0 0x10 0x0", "100 read 0 0 0 0 0x10 0x0"]
+    assert check_command_trace(text, ddr5) == []
+    with pytest.raises(TraceError, match=r"channel 7: the memory has 2 channel\(s\) "
+                                         r"\(expected 0 to 1\)"):
+        check_command_trace(text, ddr5, channel=7)
+    with pytest.raises(TraceError, match=r"line 2: .*channel 5: the memory has 2"):
+        check_command_trace([text[0], "100 read 5 0 0 0 0x10 0x0"], ddr5)
+    ram = tmp_path / "r.ch0"
+    ram.write_text("1, ACT, 0, 0, 3, 3, 14367, 29\n")
+    with pytest.raises(TraceError, match=r"r.ch0:1: .*Ramulator 2's command recorder"):
+        check_command_trace(ram, ddr5)

@@ -216,8 +216,14 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
     _outputs_first(args, [("trace input", args.trace), ("run file", args.config)],
                    out="statistics output")
     if args.cmd_trace:
-        # (Ramulator's recorder writes PATH.ch0, PATH.ch1 ...: their folder is PATH's)
-        prepare_output(args.cmd_trace + ".ch0", "command trace")
+        # Ramulator's recorder writes PATH.ch0, PATH.ch1 ...: each checked against the inputs
+        from engine.fileio import check_distinct
+        from engine.ramulator.config import load_yaml
+        files = [f"{args.cmd_trace}.ch{c}" for c in range(load_yaml(args.config).counts[0])]
+        check_distinct([("command trace", f) for f in files] + [("statistics output", args.out)],
+                       [("trace input", args.trace), ("run file", args.config)])
+        for f in files:
+            prepare_output(f, "command trace")
     st = run(args.config, args.trace, cmd_trace=args.cmd_trace,
              lpddr5_rowcheck_fix=args.lpddr5_rowcheck_fix).to_dict()
     st["definitions"] = RAMULATOR_DEFINITIONS

@@ -61,15 +61,20 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     from engine.simulator import SimOptions, simulate_trace
     from engine.workloads.retarget import placement_notes
 
+    from engine.simulator import cmd_trace_paths
+
+    cfg = apply_overrides(load_config(job.config), job.scheduler, job.page_policy)
     # outputs checked (and missing folders made) before the run, which may take hours: a
-    # bad path would otherwise fail only when the statistics are written
-    outputs = (("statistics output", out), ("command trace", job.cmd_trace))
+    # bad path would otherwise fail only when the statistics are written; the command trace
+    # is one file a channel (PATH.chN), each checked against the inputs
+    cmd_files = (cmd_trace_paths(job.cmd_trace, int(cfg.channels))
+                 if job.cmd_trace is not None else [])
+    outputs = (("statistics output", out),) + tuple(("command trace", f) for f in cmd_files)
     check_distinct(outputs, [("trace input", t) for t in traces] + [
         ("memory config", job.config if Path(str(job.config)).is_file() else None)])
     for what, path in outputs:
         if path is not None:
             prepare_output(path, what)
-    cfg = apply_overrides(load_config(job.config), job.scheduler, job.page_policy)
     options = SimOptions(cycles=job.cycles, max_cycles=job.max_cycles, epoch=job.epoch,
                          cmd_trace=Path(job.cmd_trace) if job.cmd_trace is not None else None,
                          phantom_eof_read=job.phantom_eof_read,

@@ -292,6 +292,12 @@ def test_an_output_that_is_an_input_or_another_output_is_refused_first(tmp_path,
     link = tmp_path / "link.trace"
     link.symlink_to(trace)
     before = trace.read_text()
+    per_channel = tmp_path / "x.ch1.cmd"
+    per_channel.write_text(before)
+    loadstore = tmp_path / "r2.ch0"
+    loadstore.write_text("LD 0x40\n")
+    ddr4_yaml = next((Path(__file__).parent / "data" / "reference" / "ramulator2-ddr5" / "configs")
+                     .glob("ddr4_*_1r.yaml"))
     for argv, said in (
             (["simulate", "--config", "DDR4-3200", "--trace", str(trace), "--out", str(link)],
              "statistics output .*link.trace is also the trace input"),
@@ -302,9 +308,18 @@ def test_an_output_that_is_an_input_or_another_output_is_refused_first(tmp_path,
              "converted trace .*t.trace is also the source trace"),
             (["trace", "--workload", "ddpm", "--size", "tiny", "--batch", "1", "--out",
               str(tmp_path / "x.h5"), "--summary", str(tmp_path / "x.h5")],
-             "summary output .*x.h5 is also the trace output")):
+             "summary output .*x.h5 is also the trace output"),
+            # a channel's command trace (PATH.chN: HBM2 has 8) onto the trace
+            (["simulate", "--config", "HBM2", "--trace", str(per_channel), "--out",
+              str(tmp_path / "s.json"), "--cmd-trace", str(tmp_path / "x.cmd")],
+             "command trace .*x.ch1.cmd is also the trace input"),
+            # Ramulator's recorder writes PATH.ch0 ...
+            (["ramulator", "--config", str(ddr4_yaml), "--trace", str(loadstore),
+              "--cmd-trace", str(tmp_path / "r2")],
+             "command trace .*r2.ch0 is also the trace input")):
         assert cli.main(argv) == 2
         import re
         assert re.search(said, capsys.readouterr().err), argv
     assert trace.read_text() == before and not (tmp_path / "s.json").exists()
     assert not (tmp_path / "x.h5").exists()
+    assert per_channel.read_text() == before and loadstore.read_text() == "LD 0x40\n"

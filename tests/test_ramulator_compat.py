@@ -226,3 +226,29 @@ def test_an_import_faster_than_its_data_rate_is_warned(tmp_path: Path) -> None:
     for cfg, peak in ((ddr4, 25.6), (ddr5, 12.8)):
         assert cfg.peak_bandwidth_GBps == pytest.approx(peak)
         assert not any("peaks at" in w for w in cfg.warnings)
+
+
+def test_an_interrupted_run_keeps_the_earlier_command_trace(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """A Ctrl-C of `ramulator --cmd-trace P` left P.ch0 cut short with no mark (over a
+    complete earlier one): the trace is now written beside it and moved on at the end."""
+    from engine.ramulator import compat
+    yaml_path = _yaml(tmp_path)
+    (tmp_path / "s.lst").write_text("".join(f"LD {i * 64:#x}\n" for i in range(3000)))
+    out = tmp_path / "cmd"
+    compat.run(yaml_path, tmp_path / "s.lst", cmd_trace=out)
+    whole = (tmp_path / "cmd.ch0").read_text()
+    assert whole.count("\n") > 20
+    ticks = [0]
+    real_tick = compat._Controller.tick
+
+    def tick_then_interrupt(self):
+        ticks[0] += 1
+        if ticks[0] == 500:
+            raise KeyboardInterrupt
+        return real_tick(self)
+    monkeypatch.setattr(compat._Controller, "tick", tick_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        compat.run(yaml_path, tmp_path / "s.lst", cmd_trace=out)
+    assert (tmp_path / "cmd.ch0").read_text() == whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cmd.ch0", "run.yaml", "s.lst"]

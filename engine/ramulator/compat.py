@@ -53,6 +53,7 @@ is still served one read a tick.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
 from dataclasses import dataclass, field
@@ -605,75 +606,88 @@ def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLi
     dev = _Device(spec, ram.timings, ram.counts,
                   row0_bug=ram.standard == "LPDDR5" and not lpddr5_rowcheck_fix)
     logs: list[TextIO | None] = [None] * ram.counts[0]
-    if cmd_trace is not None:
-        from engine.simulator import warn_stale_cmd_traces
-        base = Path(cmd_trace)
-        names = [Path(f"{base}.ch{c}") for c in range(ram.counts[0])]
-        warn_stale_cmd_traces(base, names)
-        logs = [open(f, "w", encoding="ascii") for f in names]
-    ctrls = [_Controller(c, dev, ram, stats, logs[c]) for c in range(ram.counts[0])]
-    F, M = ram.frontend_ratio, ram.memory_ratio
-    mult = F * M
-    n = len(tr.addr)
-    pos = 0
-    i = 0
-    clk = 0
-    try:
-        while True:
-            accepted = False
-            if (i % mult) % M == 0:
-                addr = int(tr.addr[pos])
-                kind = WRITE if tr.is_write[pos] else READ
-                av = apply(addr)
-                ctl = ctrls[av[0]]
-                if ctl.send(_Req(addr, av, kind, ctl.final[kind], nodes=dev.nodes(av))):
-                    accepted = True
-                    if kind == READ:
-                        stats.num_reads_accepted += 1
-                    else:
-                        stats.num_writes_accepted += 1
-                    pos += 1
-            if pos >= n:
-                break
-            if (i % mult) % F == 0:
-                changed = dev.tick()
-                clk += 1
-                for ctl in ctrls:
-                    changed |= ctl.tick()
-                if not changed and not accepted and F == 1:
-                    # skip ticks in which nothing can happen: the next command-ready cycle,
-                    # refresh, state change or accepted offer; still serve one read a tick
-                    nxt = min(c.next_event() for c in ctrls)
-                    addr = int(tr.addr[pos])
-                    kind = WRITE if tr.is_write[pos] else READ
-                    if ctrls[apply(addr)[0]].can_accept(kind, addr):
-                        nxt = min(nxt, clk + 1 + (-(i + 1)) % M)
-                    blocked = not ctrls[apply(addr)[0]].can_accept(kind, addr)
-                    while clk + 1 < nxt:
-                        if blocked and not any(c.pending for c in ctrls):
-                            # nothing to serve and the offer is refused until a command
-                            # issues: jump (a deadlocked LPDDR5 channel waits here)
-                            d = nxt - 1 - clk
-                            i += d
-                            dev.clk += d
-                            clk += d
-                            for ctl in ctrls:
-                                ctl.clk += d
-                            break
-                        # iteration i+1 at memory clock clk+1: a tick with no command
-                        i += 1
-                        if (i % mult) % M == 0 and ctrls[apply(addr)[0]].can_accept(kind, addr):
-                            i -= 1
-                            break
-                        dev.clk += 1
+    abort: RamulatorAbort | None = None
+    # the command traces are written beside their files and moved onto them at the end (or
+    # at Ramulator's own stop, whose recorder keeps what it wrote); an interrupt or an error
+    # leaves the earlier files as they were and no partial one
+    with contextlib.ExitStack() as replace:
+        if cmd_trace is not None:
+            from engine.fileio import atomic_path
+            from engine.simulator import warn_stale_cmd_traces
+            base = Path(cmd_trace)
+            names = [Path(f"{base}.ch{c}") for c in range(ram.counts[0])]
+            warn_stale_cmd_traces(base, names)
+            logs = [open(replace.enter_context(atomic_path(f)), "w", encoding="ascii")
+                    for f in names]
+        ctrls = [_Controller(c, dev, ram, stats, logs[c]) for c in range(ram.counts[0])]
+        F, M = ram.frontend_ratio, ram.memory_ratio
+        mult = F * M
+        n = len(tr.addr)
+        pos = 0
+        i = 0
+        clk = 0
+        try:
+            try:
+                while True:
+                    accepted = False
+                    if (i % mult) % M == 0:
+                        addr = int(tr.addr[pos])
+                        kind = WRITE if tr.is_write[pos] else READ
+                        av = apply(addr)
+                        ctl = ctrls[av[0]]
+                        if ctl.send(_Req(addr, av, kind, ctl.final[kind], nodes=dev.nodes(av))):
+                            accepted = True
+                            if kind == READ:
+                                stats.num_reads_accepted += 1
+                            else:
+                                stats.num_writes_accepted += 1
+                            pos += 1
+                    if pos >= n:
+                        break
+                    if (i % mult) % F == 0:
+                        changed = dev.tick()
                         clk += 1
                         for ctl in ctrls:
-                            ctl.clk += 1
-                            ctl._serve()
-            i += 1
-    finally:
-        for f in logs:
-            if f is not None:
-                f.close()
+                            changed |= ctl.tick()
+                        if not changed and not accepted and F == 1:
+                            # skip ticks in which nothing can happen: the next command-ready cycle,
+                            # refresh, state change or accepted offer; still serve one read a tick
+                            nxt = min(c.next_event() for c in ctrls)
+                            addr = int(tr.addr[pos])
+                            kind = WRITE if tr.is_write[pos] else READ
+                            if ctrls[apply(addr)[0]].can_accept(kind, addr):
+                                nxt = min(nxt, clk + 1 + (-(i + 1)) % M)
+                            blocked = not ctrls[apply(addr)[0]].can_accept(kind, addr)
+                            while clk + 1 < nxt:
+                                if blocked and not any(c.pending for c in ctrls):
+                                    # nothing to serve and the offer is refused until a command
+                                    # issues: jump (a deadlocked LPDDR5 channel waits here)
+                                    d = nxt - 1 - clk
+                                    i += d
+                                    dev.clk += d
+                                    clk += d
+                                    for ctl in ctrls:
+                                        ctl.clk += d
+                                    break
+                                # iteration i+1 at memory clock clk+1: a tick with no command
+                                i += 1
+                                if (i % mult) % M == 0 and \
+                                        ctrls[apply(addr)[0]].can_accept(kind, addr):
+                                    i -= 1
+                                    break
+                                dev.clk += 1
+                                clk += 1
+                                for ctl in ctrls:
+                                    ctl.clk += 1
+                                    ctl._serve()
+                    i += 1
+            except RamulatorAbort as exc:
+                abort = exc
+        finally:
+            for f in logs:
+                if f is not None:
+                    f.close()
+    if abort is not None:
+        raise abort
     stats.num_cycles = clk
     return stats

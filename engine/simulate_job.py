@@ -86,6 +86,7 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
             log.warning("%s: %s", t, line)
     stats = simulate_trace(cfg, [Path(t) for t in traces], options, progress=progress,
                            stop=stop)
+    stats.summary["traces"] = [str(Path(t).absolute()) for t in traces]
     s = stats.summary
     if not (s["num_reads_accepted"] + s["num_writes_accepted"] + s["num_requests_waiting"]):
         # (with --cycles an idle memory is a meaningful run: refresh and background energy)

@@ -92,12 +92,16 @@ def _requests_per_second(s: dict[str, Any]) -> float:
 
 def format_summary(name: str, s: dict[str, Any]) -> str:
     """A short human summary of Stats.summary."""
+    # (the JSON keeps DRAMsim3's 0 for an average over nothing; the summary says so)
+    columns = s.get("num_read_cmds", 1) + s.get("num_write_cmds", 1)
     return "\n".join([
         f"{name}: {s['num_cycles']} cycles, {s['num_reads_done']} reads and "
         f"{s['num_writes_done']} writes done",
         f"  average read latency  {s['average_read_latency']:.1f} cycles "
-        f"({s['average_read_latency_ns']:.1f} ns)",
-        f"  row-hit rate          {100.0 * s['row_hit_rate']:.1f} %",
+        f"({s['average_read_latency_ns']:.1f} ns)" if s["num_reads_done"] else
+        "  average read latency  n/a (no read completed)",
+        f"  row-hit rate          {100.0 * s['row_hit_rate']:.1f} %" if columns else
+        "  row-hit rate          n/a (no read or write command)",
         f"  bandwidth             {s['average_bandwidth']:.2f} GB/s",
         f"  total energy          {s['total_energy']:.4g} pJ",
         f"  speed                 {_requests_per_second(s):.3g} requests/s "

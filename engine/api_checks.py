@@ -113,7 +113,7 @@ def check_feed(addr: Any, is_write: Any, cycle: Any, stream: Any, *, last_cycle:
 
 
 def check_gaps(cycles: np.ndarray, start: int, *, first_id: int, ref_interval: int,
-               epoch_len: int, refresh_limit: bool = True) -> None:
+               epoch_len: int, refresh_limit: bool = True, why_refresh: str = "") -> None:
     """Refuse an idle gap (from ``start``, then between consecutive requests) that would
     take more than MAX_GAP_REFRESHES refresh intervals (unless ``refresh_limit`` is False:
     the simulator skips idle refresh in closed form) or MAX_GAP_EPOCHS epochs."""
@@ -128,12 +128,14 @@ def check_gaps(cycles: np.ndarray, start: int, *, first_id: int, ref_interval: i
     gaps = cycles - prev
     k = int(np.argmax(gaps))
     check_span(int(prev[k]), int(cycles[k]), ref_interval=ref_interval, epoch_len=epoch_len,
-               what=f"request {first_id + k} at cycle {int(cycles[k])}",
-               refresh_limit=refresh_limit)
+               what=f"request {first_id + k} (counting from 0) at cycle {int(cycles[k])}",
+               refresh_limit=refresh_limit, why_refresh=why_refresh)
 
 
 def check_span(start: int, end: int, *, ref_interval: int, epoch_len: int, what: str,
-               refresh_limit: bool = True) -> None:
+               refresh_limit: bool = True, why_refresh: str = "") -> None:
+    """Refuse an idle span too long to simulate (see check_gaps); ``why_refresh`` says why
+    its refreshes are simulated one by one rather than skipped in closed form."""
     gap = end - start
     if gap <= 0:
         return
@@ -141,8 +143,9 @@ def check_span(start: int, end: int, *, ref_interval: int, epoch_len: int, what:
     if refresh_limit and refreshes > MAX_GAP_REFRESHES:
         raise SimulatorInputError(
             f"{what}: an idle gap of {gap} cycles spans {refreshes} refresh intervals; at most "
-            f"{MAX_GAP_REFRESHES} can be simulated in one gap (about 15 s): shorten the idle "
-            f"time in the trace")
+            f"{MAX_GAP_REFRESHES} can be simulated in one gap (about 15 s)"
+            + (f" when {why_refresh}" if why_refresh else "") + ": shorten the idle time in "
+            "the trace")
     if epoch_len > 0 and gap // epoch_len > MAX_GAP_EPOCHS:
         raise SimulatorInputError(
             f"{what}: an idle gap of {gap} cycles would make {gap // epoch_len} statistics "

@@ -90,8 +90,11 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     s = stats.summary
     if not (s["num_reads_accepted"] + s["num_writes_accepted"] + s["num_requests_waiting"]):
         # (with --cycles an idle memory is a meaningful run: refresh and background energy)
-        log.warning("%s: no requests in the trace: the statistics are an idle memory's",
-                    ", ".join(str(t) for t in traces))
+        limit = options.limit
+        log.warning("%s: %s: the statistics are an idle memory's",
+                    ", ".join(str(t) for t in traces),
+                    f"no request arrives before cycle {limit}, where the run ends"
+                    if limit is not None else "no requests in the trace")
     if out is not None:
         stats.write_json(out)
     return stats

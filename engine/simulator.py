@@ -548,6 +548,16 @@ class Simulator:
         G[K.G_FINISHED] = 0
         self._ran_on = True
 
+    def _why_refresh(self) -> str:
+        """Why idle refresh is simulated command by command in this run (empty: it is not)."""
+        if self._ff_period:
+            return ""
+        if self.options.cmd_trace is not None or self._log_channel is not None:
+            return "a command trace is written (every REFRESH is a line of it)"
+        if not self.options.fast_idle:
+            return "the closed-form idle skip is off (fast_idle=False)"
+        return "this configuration's idle time has no closed form"
+
     def _admit(self, addr, is_write, cycle, stream
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Check one chunk (types, order, idle gaps, addresses), give its requests their ids
@@ -558,7 +568,7 @@ class Simulator:
                                         first_id=self._next_id)
         check_gaps(c_i, last, first_id=self._next_id,
                    ref_interval=int(self.P[K.P_REF_INTERVAL]), epoch_len=self._epoch_len,
-                   refresh_limit=not self._ff_period)
+                   refresh_limit=not self._ff_period, why_refresh=self._why_refresh())
         n = a_u.shape[0]
         a = np.ascontiguousarray(a_u).view(np.int64)
         w = np.ascontiguousarray(w_i)
@@ -2059,6 +2069,14 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                            group=group)
     chunks = _Cut(fitted_requests(cfg, open_chunks(), paths, options.line_bytes, group),
                   stop)
+    try:
+        return _simulate_chunks(cfg, chunks, options, progress, cancel)
+    except SimulatorInputError as exc:        # (an idle gap too long: name the file)
+        raise SimulatorInputError(f"{', '.join(str(p) for p in paths)}: {exc}") from None
+
+
+def _simulate_chunks(cfg, chunks: "_Cut", options: SimOptions, progress: ProgressFn | None,
+                     cancel: Callable[[], bool] | None) -> "Stats":
     if options.threads > 1 and cfg.channels > 1:
         return chunks.noted(_simulate_threaded(cfg, chunks, options, progress, cancel))
     if options.threads > 1:

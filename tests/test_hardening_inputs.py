@@ -121,6 +121,15 @@ def test_huge_advance_and_gaps_are_bounded(cfg, tmp_path):
         with pytest.raises(DiffMemError, match="idle gap|more than 18 digits"):
             simulate_trace(cfg, path)
     assert time.process_time() - t0 < 30        # refused up front, not simulated
+    # the error names the trace, and why refresh is not skipped when it is not
+    path = tmp_path / "g1.trace"
+    path.write_text("0x0 READ 0\n0x40 READ 1000000000000\n")
+    with pytest.raises(SimulatorInputError, match=r"g1.trace: request 1 \(counting from 0\) "
+                                                  r"at cycle 1000000000000: .*statistics epochs"):
+        simulate_trace(cfg, path)
+    with pytest.raises(SimulatorInputError, match=r"g1.trace: .*refresh intervals; .* when a "
+                                                  r"command trace is written"):
+        simulate_trace(cfg, path, SimOptions(epoch=10**11, cmd_trace=tmp_path / "c.cmd"))
     # a long but bounded gap is simulated (idle time skipped)
     path = tmp_path / "ok.trace"
     path.write_text("0x0 READ 0\n0x40 READ 50000000\n")

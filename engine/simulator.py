@@ -128,8 +128,9 @@ class SimOptions:
                     f"threads = 1")
         if self.intake != "dramsim3" and self.phantom_eof_read:
             raise SimulatorInputError(
-                f"SimOptions: phantom_eof_read reproduces a quirk of DRAMsim3's front end; it "
-                f"needs intake = 'dramsim3', not {self.intake!r}")
+                f"SimOptions: phantom_eof_read (--phantom-eof-read) reproduces a quirk of "
+                f"DRAMsim3's front end; it needs intake = 'dramsim3' (--intake dramsim3), not "
+                f"{self.intake!r}")
         for name in ("cycles", "max_cycles"):
             v = getattr(self, name)
             if v is None:
@@ -2077,6 +2078,10 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
 
 def _simulate_chunks(cfg, chunks: "_Cut", options: SimOptions, progress: ProgressFn | None,
                      cancel: Callable[[], bool] | None) -> "Stats":
+    if options.threads > cfg.channels:
+        # a thread simulates whole channels: more threads than channels would idle
+        log.info("%s has %d channel(s): --threads %d runs in %d thread(s)", cfg.name,
+                 cfg.channels, options.threads, cfg.channels)
     if options.threads > 1 and cfg.channels > 1:
         return chunks.noted(_simulate_threaded(cfg, chunks, options, progress, cancel))
     if options.threads > 1:

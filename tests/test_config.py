@@ -373,3 +373,15 @@ def test_a_broken_ini_is_refused_as_a_preset(tmp_path: Path) -> None:
     bad.write_text("\n".join(x for x in text.splitlines() if not x.startswith("protocol")))
     with pytest.raises(ConfigError, match=r"not set: \[dram_structure\] protocol"):
         import_ini(bad)
+
+
+def test_did_you_mean_prefers_the_names_a_prefix_begins() -> None:
+    """`--config DDR4` suggested 'GDDR6' (the closest spelling); the presets it begins come
+    first now, shortest first, then the closest spellings."""
+    from engine.names import close_names
+    presets = ["DDR4-3200", "DDR4-3200-8ch", "GDDR6", "HBM2", "HBM3-6400"]
+    assert close_names("DDR4", presets) == ["DDR4-3200"]
+    assert close_names("ddr4", presets, n=3) == ["DDR4-3200", "DDR4-3200-8ch", "GDDR6"]
+    assert close_names("HBM2", presets) == ["HBM2"]
+    assert close_names("GDR6", presets) == ["GDDR6"]
+    assert close_names("", presets) == []

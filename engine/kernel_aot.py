@@ -487,6 +487,15 @@ def build(force: bool = False) -> Path:
     out = library_path(key)
     if out.is_file() and not force:
         return out
+    folder = out.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)         # before minutes of compiling
+    except OSError as exc:
+        where = f"{DIR_ENV} = {os.environ[DIR_ENV]}" if os.environ.get(DIR_ENV) else "the cache"
+        blocked = any(q.exists() and not q.is_dir() for q in (folder, *folder.parents))
+        raise KernelBuildError(f"cannot use {folder} ({where}) as the kernel's folder: "
+                               f"{exc.strerror or exc}"
+                               + (" (a file is in the way)" if blocked else "")) from None
     cc = find_compiler()
     if cc is None:
         raise KernelBuildError("no C compiler found (gcc or cc on the PATH, or $CC): the "

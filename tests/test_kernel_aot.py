@@ -220,6 +220,19 @@ def test_no_compiler_is_a_clear_error_and_numba_still_runs(monkeypatch, tmp_path
     assert st.summary["num_cycles"] == 5000
 
 
+def test_a_kernel_folder_that_is_a_file_is_a_clear_error(monkeypatch, tmp_path, capsys):
+    """DIFFMEM_KERNEL_DIR naming a file gave a bare "[Errno 17] File exists" after the
+    compile; the folder is now made first and the error names it and the variable."""
+    import main
+    blocker = tmp_path / "kfile"
+    blocker.write_text("")
+    _use(monkeypatch, blocker, "auto")
+    assert main.main(["build-kernel", "--force"]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot use {blocker} (DIFFMEM_KERNEL_DIR = {blocker})" in err
+    assert "(a file is in the way)" in err
+
+
 def test_an_error_inside_the_compiled_kernel_is_reported(monkeypatch, aot_dir):
     """numba raises ZeroDivisionError on a refresh interval of 0; the library's error path
     (its stubs of numba's raise helpers) turns into a SimulationError, not a wrong result."""

@@ -907,7 +907,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Simulate one or more request traces (merged by time) on a "
                                    "DRAM configuration and write the statistics as JSON.")
     p.add_argument("--config", required=True,
-                   help="preset name (see 'presets') or a .toml preset / DRAMsim3 .ini path")
+                   help="preset name (see 'presets'), a .toml preset, a DRAMsim3 .ini or a "
+                        "Ramulator 2 .yaml run file (its memory in our engine; the ramulator "
+                        "command runs it as Ramulator 2.0 does)")
     p.add_argument("--trace", required=True, action="append", metavar="TRACE",
                    help="request trace (.trace/.txt DRAMsim3 text, .dmt binary, .h5 HDF5); "
                         "repeat for several streams")
@@ -956,8 +958,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-commands", help="check a DRAM command trace against JEDEC timing",
                        description="Check a DRAMsim3-format command trace against the JEDEC "
                                    "timing rules of a config; exit 1 if any rule is broken.")
-    p.add_argument("--config", required=True, help="preset name or .toml/.ini path")
-    p.add_argument("cmdtrace", metavar="CMDTRACE", help="command trace file (plain or gzip)")
+    p.add_argument("--config", required=True,
+                   help="preset name or .toml/.ini/.yaml path: the memory the trace was made on")
+    p.add_argument("cmdtrace", metavar="CMDTRACE",
+                   help="one channel's DRAMsim3-format command trace (simulate --cmd-trace "
+                        "writes one a channel), plain or gzip")
     p.add_argument("--channel", type=int, metavar="N",
                    help="channel of commands printed with channel -1")
     p.set_defaults(func=cmd_check_commands)

@@ -639,13 +639,14 @@ def _build(name: str, values: dict[str, Any], path: Path | None,
     cfg._attach(path, lines)
     cfg._load_warnings = list(load_warnings or [])
     cfg.validate()
+    # (a shipped preset's notes -- a DRAMsim3 quirk its header names, placeholder currents --
+    # are said at INFO: nothing for the user to act on in that file, and a study's every
+    # worker loads it again; they are in every run's config_warnings)
+    shipped = path is not None and Path(path).parent == PRESET_DIR
     if path is not None:
         for w in cfg.warnings:
-            log.warning("%s: %s", path, w)
+            log.log(logging.INFO if shipped else logging.WARNING, "%s: %s", path, w)
     if cfg._megs_per_rank > cfg.channel_size:
-        # (a shipped preset copies its DRAMsim3 file, this quirk included, and its header says
-        # so: nothing for the user to act on, and a study's every worker loaded it again)
-        shipped = path is not None and Path(path).parent == PRESET_DIR
         log.log(logging.INFO if shipped else logging.WARNING,
                 "%s: channel_size = %d MB is smaller than one rank (%d MB); using 1 rank of "
                 "%d MB, as DRAMsim3 does", path or name, cfg.channel_size,
@@ -922,7 +923,24 @@ def load_preset(name_or_path: str | os.PathLike[str], *, strict: bool = True) ->
                 m, path=path, line=ln, key=k))
             if line is not None:
                 lines[key] = line
-    return _build(name, values, path, lines)
+    return _build(name, values, path, lines, _placeholder_currents(text))
+
+
+#: a preset line whose note calls its value a placeholder (the shipped DDR5 / LPDDR5 / HBM3
+#: presets' IDD currents: no datasheet for a generic part)
+_PLACEHOLDER_RE = re.compile(r"^\s*(I[A-Z0-9]+|VDD\w*)\s*=[^#\n]*#.*\bplaceholder\b",
+                             re.IGNORECASE | re.MULTILINE)
+
+
+def _placeholder_currents(text: str) -> list[str]:
+    """One warning naming the currents a preset's notes call placeholders (its core energy
+    is then not a real part's), or none."""
+    keys = _PLACEHOLDER_RE.findall(text)
+    if not keys:
+        return []
+    return [f"{', '.join(keys)} {'is a placeholder' if len(keys) == 1 else 'are placeholders'} "
+            "(the file's notes say so): the core energy figures are not a real part's; set "
+            "your part's datasheet currents"]
 
 
 def _toml_text(value: Any) -> str:

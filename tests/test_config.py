@@ -385,3 +385,21 @@ def test_did_you_mean_prefers_the_names_a_prefix_begins() -> None:
     assert close_names("HBM2", presets) == ["HBM2"]
     assert close_names("GDR6", presets) == ["GDDR6"]
     assert close_names("", presets) == []
+
+
+def test_placeholder_currents_are_said_in_every_run(tmp_path: Path) -> None:
+    """The DDR5 / LPDDR5 / HBM3 presets' IDD currents are another standard's (no datasheet of
+    a generic part): only their files' comments said so, and a run's energy looked like a
+    real part's. The notes now become a config warning, in the statistics' config_warnings;
+    a copy with the user's own currents (the note gone) says nothing."""
+    from engine.config import PRESET_DIR
+    for name in ("DDR5-4800B", "LPDDR5-6400", "HBM3-6400"):
+        (w,) = [w for w in load_config(name).warnings if "placeholder" in w]
+        assert w.startswith("IDD0, IDD2P, IDD2N, IDD3N, IDD4W, IDD4R, IDD5AB, IDD5PB, IDD6x "
+                            "are placeholders")
+    assert not any("placeholder" in w for w in load_config("DDR4-3200").warnings)
+    text = (PRESET_DIR / "DDR5-4800B.toml").read_text()
+    own = "\n".join(line.split("#")[0] if line.lstrip().startswith("IDD") else line
+                    for line in text.splitlines())
+    (tmp_path / "mine.toml").write_text(own)
+    assert not any("placeholder" in w for w in load_config(tmp_path / "mine.toml").warnings)

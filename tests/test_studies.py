@@ -557,3 +557,28 @@ def test_technology_study_notes_text_trace_cycles_in_each_clock(traces, tmp_path
         said[arrival] = [n for n in notes if n.startswith("the text traces' arrival cycles")]
     assert len(said["trace"]) == 1 and "(tCK 0.63, 1 ns here)" in said["trace"][0]
     assert said["saturate"] == []
+
+
+def test_a_torn_result_line_does_not_swallow_the_next(tmp_path: Path) -> None:
+    """A record cut short by a kill during its append has no line end; the next record was
+    appended onto it, and the two made one unreadable line (the point just simulated was
+    lost). The next record now starts a line of its own."""
+    folder = ResultsFolder(tmp_path / "st")
+    folder.add({"point_id": "a", "status": "ok"})
+    with folder.results_path.open("a", encoding="utf-8") as f:
+        f.write('{"point_id":"b","status":"o')           # torn
+    folder.add({"point_id": "c", "status": "ok"})
+    assert sorted(folder.done()) == ["a", "c"]
+
+
+@pytest.mark.parametrize("text, found", [("[]", "a JSON list"),
+                                          ('{"study": "timing", "points": 5}',
+                                           "'points' as a int")])
+def test_a_study_file_of_another_shape_is_an_error(tmp_path: Path, text: str,
+                                                   found: str) -> None:
+    """A study.json holding valid JSON of another shape gave an AttributeError traceback."""
+    from engine.studies.spec import StudyError
+    folder = ResultsFolder(tmp_path)
+    folder.study_path.write_text(text)
+    with pytest.raises(StudyError, match=f"not a study definition .*found {found}"):
+        folder.load_document()

@@ -121,12 +121,20 @@ class ResultsFolder:
 
     def load_document(self) -> dict[str, Any]:
         try:
-            return json.loads(self.study_path.read_text(encoding="utf-8"))
+            doc = json.loads(self.study_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise StudyError(f"{self.study_path}: no study here (missing {STUDY_FILE})") \
                 from None
         except (OSError, ValueError) as exc:
             raise StudyError(f"{self.study_path}: cannot read: {exc}") from exc
+        if not isinstance(doc, dict):
+            found = f"a JSON {type(doc).__name__}"
+        elif not isinstance(doc.get("points", []), list):
+            found = f"'points' as a {type(doc['points']).__name__}"
+        else:
+            return doc
+        raise StudyError(f"{self.study_path}: not a study definition (expected a JSON object "
+                         f"with 'study' and a list of 'points', found {found})")
 
     def records(self) -> list[dict[str, Any]]:
         """Every record in the journal, in file order (torn or malformed lines skipped)."""
@@ -154,8 +162,15 @@ class ResultsFolder:
     def add(self, record: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         line = json.dumps(record, default=json_default, separators=(",", ":")) + "\n"
-        with self.results_path.open("a", encoding="utf-8") as f:
-            f.write(line)
+        with self.results_path.open("ab") as f:
+            # a record cut short by a kill during its append has no line end: this one starts
+            # on a line of its own (else the two made one unreadable line and both were lost)
+            if f.tell() > 0:
+                with self.results_path.open("rb") as r:
+                    r.seek(-1, os.SEEK_END)
+                    if r.read(1) != b"\n":
+                        f.write(b"\n")
+            f.write(line.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
 

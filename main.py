@@ -369,6 +369,17 @@ def _print_analysis(document: dict[str, Any], records: list[dict[str, Any]]) -> 
         print(f"  note: {n}")
 
 
+def _report_place(args: argparse.Namespace, project: Any, study: str) -> tuple[Path, str]:
+    """(folder, file stem) of a study's report: the results folder's report.html / .pdf, or,
+    for a study stored in a project without --out, beside the project as
+    PROJECT-STUDY-report.html / .pdf (it went into the current folder as report.html,
+    replacing whatever was there)."""
+    if args.out is not None:
+        return Path(args.out), "report"
+    where = Path(project.path)
+    return where.parent, f"{where.stem}-{study}-report"
+
+
 def cmd_study(args: argparse.Namespace) -> int:
     from engine.studies import (STUDIES, StudySetup, TraceInput, load_project_study,
                                 load_results, render_report, run_study)
@@ -392,21 +403,23 @@ def cmd_study(args: argparse.Namespace) -> int:
         if args.report:
             if project is not None:
                 if not args.name:
-                    raise StudyError("--report with --project needs --name STUDY "
-                                     f"(stored: {', '.join(project.studies()) or 'none'})")
+                    raise StudyError("--report with --project needs the study's name: "
+                                     f"study NAME --report --project {args.project} (stored: "
+                                     f"{', '.join(project.studies()) or 'none'})")
                 document, records = load_project_study(project, args.name)
-                out = Path(args.out or ".")
+                out, stem = _report_place(args, project, args.name)
             else:
                 if args.out is None:
                     raise StudyError("--report needs --out DIR (a folder written by a study)")
                 document, records = load_results(args.out)
-                out = Path(args.out)
+                out, stem = Path(args.out), "report"
                 if args.name and args.name != document.get("study"):
                     raise StudyError(f"--report: {args.out} holds study "
                                      f"'{document.get('study')}', not '{args.name}'")
-            files = render_report(document, records, out)
+            files = render_report(document, records, out, stem=stem)
             _print_analysis(document, records)
-            print(f"report written: {files.html}, {files.pdf} ({files.pdf_pages} pages)")
+            print(f"report written: {files.html}, {files.pdf} ({files.pdf_pages} "
+                  f"page{'s' if files.pdf_pages != 1 else ''})")
             return 0
         if not args.name:
             raise StudyError("give a study NAME (see `python main.py study --list`)")
@@ -419,6 +432,18 @@ def cmd_study(args: argparse.Namespace) -> int:
             compute=parse_key_values(args.compute or [], "--compute", typed=False),
             arrival=args.arrival, intake=args.intake or "")
         study_name = args.study_name or args.name
+        out, stem = _report_place(args, project, study_name)
+        # the inputs are read again by every point: no output may be one of them
+        from engine.fileio import check_distinct
+        results = ([] if project is not None else
+                   [("study definition", out / "study.json"),
+                    ("study results", out / "results.jsonl")])
+        check_distinct(results + [("report", out / f"{stem}.html"),
+                                  ("report", out / f"{stem}.pdf")],
+                       [("trace input", t.path) for t in setup.traces]
+                       + [("memory config", args.config if args.config and
+                           Path(args.config).is_file() else None),
+                          ("project", args.project)])
 
         def progress(done: int, total: int, record: dict[str, Any]) -> None:
             tags = " ".join(f"{k}={v}" for k, v in record.get("tags", {}).items()
@@ -450,7 +475,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             print(f"results stored in {project.path} as study '{study_name}'")
         else:
             document, records = load_results(args.out)
-        files = render_report(document, records, Path(args.out or "."))
+        files = render_report(document, records, out, stem=stem)
         _print_analysis(document, records)
         print(f"report written: {files.html}, {files.pdf}")
         failed = sum(1 for r in records if r.get("status") != "ok")

@@ -582,3 +582,40 @@ def test_a_study_file_of_another_shape_is_an_error(tmp_path: Path, text: str,
     folder.study_path.write_text(text)
     with pytest.raises(StudyError, match=f"not a study definition .*found {found}"):
         folder.load_document()
+
+
+def test_cli_project_study_reports_beside_the_project_and_never_over_an_input(
+        traces, tmp_path, monkeypatch, capsys):
+    """`study --project p.dmproj` without --out wrote report.html / report.pdf into the
+    current folder, replacing a user's report.html; a trace named report.pdf in --out was
+    replaced by the report; `--report --project` asked for a --name option that does not
+    exist. The report now goes beside the project as p-STUDY-report.*, an output that is an
+    input is refused before any work, and the message gives the form that works."""
+    import main as cli
+    from projects.store import Project
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    (work / "report.html").write_text("my notes")
+    Project.create(tmp_path / "p.dmproj").close()
+    trace = f"r={traces['resnet'].path}"
+    argv = ["study", "timing", "--trace", trace, "--param", "tRCD=10,14", "--workers", "0"]
+    assert cli.main(argv + ["--project", str(tmp_path / "p.dmproj")]) == 0
+    assert (work / "report.html").read_text() == "my notes"
+    assert (tmp_path / "p-timing-report.html").is_file()
+    assert (tmp_path / "p-timing-report.pdf").is_file()
+    capsys.readouterr()
+    assert cli.main(["study", "--report", "--project", str(tmp_path / "p.dmproj")]) == 2
+    err = capsys.readouterr().err
+    assert "study NAME --report --project" in err and "(stored: timing)" in err
+    assert cli.main(["study", "timing", "--report", "--project",
+                     str(tmp_path / "p.dmproj")]) == 0
+    clash = tmp_path / "clash"
+    clash.mkdir()
+    fake = clash / "report.pdf"
+    fake.write_bytes(Path(traces["resnet"].path).read_bytes())
+    assert cli.main(["study", "timing", "--trace", f"r={fake}", "--param", "tRCD=10,14",
+                     "--workers", "0", "--out", str(clash)]) == 2
+    assert "report.pdf is also the trace input" in capsys.readouterr().err
+    assert fake.read_bytes() == Path(traces["resnet"].path).read_bytes()
+    assert sorted(p.name for p in clash.iterdir()) == ["report.pdf"]

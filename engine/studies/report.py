@@ -165,7 +165,9 @@ def build_html(document: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
                      f"{html.escape(spec.caption)}</figcaption></figure>")
     parts += ["<h2>Points</h2>", _html_table(POINT_COLUMNS, _point_rows(document, records)),
               "<p><small>Rebuild this report from the stored results with <code>python "
-              "main.py study --report DIR</code>.</small></p></body></html>"]
+              "main.py study --report --out DIR</code> (a results folder) or <code>python "
+              f"main.py study {html.escape(str(document.get('study', 'NAME')))} --report "
+              "--project FILE</code> (a project).</small></p></body></html>"]
     return "\n".join(parts)
 
 

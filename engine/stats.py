@@ -190,12 +190,13 @@ def build_stats(sim) -> Stats:
     summary["io_energy_per_bit"] = energy.io_pj_per_bit
     summary["config"] = cfg.name
     # what the results depend on beside the config's name: a scheduler or page-policy
-    # override, or another intake, gave other figures under the same "config"
+    # override, or another intake, gave other figures under the same "config" (the epoch
+    # only cuts them into records: not here)
     summary["controller"] = {
         "scheduler": cfg.scheduler, "page_policy": cfg.page_policy,
         "row_buf_policy": cfg.row_buf_policy, "queue_structure": cfg.queue_structure,
         "refresh_policy": cfg.refresh_policy, "address_mapping": cfg.address_mapping,
-        "intake": sim.options.intake, "epoch_cycles": int(sim._epoch_len)}
+        "intake": sim.options.intake}
     summary["config_warnings"] = cfg.warnings      # unusual settings, defaulted keys
     summary["protocol"] = cfg.protocol
     summary["tCK_ns"] = cfg.tCK

@@ -619,3 +619,31 @@ def test_cli_project_study_reports_beside_the_project_and_never_over_an_input(
     assert "report.pdf is also the trace input" in capsys.readouterr().err
     assert fake.read_bytes() == Path(traces["resnet"].path).read_bytes()
     assert sorted(p.name for p in clash.iterdir()) == ["report.pdf"]
+
+
+def test_step_time_and_energy_findings_are_tested_each_on_its_own(traces, tmp_path):
+    """A technology finding stated the step-time change on the energy change's test alone
+    (GDDR6 -24.5 % with a 95 % interval of -75 to +27 %), and dropped it when energy failed;
+    a timing finding dropped a clear energy slope when the time slope was not significant.
+    Each metric is now its own finding, screened on its own interval."""
+    from engine.studies.catalog import Analysis, Finding, screen_findings
+    setup = StudySetup([traces["ddpm"], traces["resnet"]], arrival="saturate",
+                       params={"configs": ["DDR4-3200", "HBM2"]})
+    out = run_study("technology", setup, folder=tmp_path / "t", workers=0)
+    a = get_study("technology").analyse(out.document, out.records)
+    hbm2 = [f.text for f in a.findings if f.text.startswith("HBM2: ")]
+    assert len(hbm2) == 2
+    assert hbm2[0].startswith("HBM2: step time") and hbm2[1].startswith("HBM2: energy")
+    # a time change whose interval holds 0 beside an energy change whose interval does not
+    both = screen_findings(Analysis("t", findings=[
+        Finding("HBM2: step time -24.5 % vs DDR4 (...)", "delta_time/HBM2", -24.5, 11.9, "%",
+                2),
+        Finding("HBM2: energy (core + IO) -45.3 % vs DDR4 (...)", "delta_energy/HBM2", -45.3,
+                3.7, "%", 2)])).findings
+    assert both[0].text.startswith("HBM2: step time vs the baseline: no effect detected")
+    assert both[1].text == "HBM2: energy (core + IO) -45.3 % vs DDR4 (...)"
+    timing = run_study("timing", timing_setup(traces, (10, 14, 18)),
+                       folder=tmp_path / "tm", workers=0)
+    keys = [f.key.split("/")[0] for f in get_study("timing").analyse(
+        timing.document, timing.records).findings if f.key]
+    assert keys.count("rel_time_slope") == keys.count("rel_energy_slope") == 2

@@ -647,3 +647,23 @@ def test_step_time_and_energy_findings_are_tested_each_on_its_own(traces, tmp_pa
     keys = [f.key.split("/")[0] for f in get_study("timing").analyse(
         timing.document, timing.records).findings if f.key]
     assert keys.count("rel_time_slope") == keys.count("rel_energy_slope") == 2
+
+
+def test_batch_traces_made_with_other_settings_are_not_compared(tmp_path):
+    """A batch-2 trace made with a 40 MiB L2 against a batch-4 one made without: the study
+    stated "energy efficiency -53.4 %" (the cache's effect, not the batch's). Traces whose
+    generation settings differ are now not compared, and the finding says which differ."""
+    from engine.workloads.generate import TraceSpec, generate_trace
+    a, b, c = tmp_path / "b1.h5", tmp_path / "b2.h5", tmp_path / "b2c.h5"
+    generate_trace(TraceSpec("resnet50", batch=1, size="tiny", cache_bytes=0), a)
+    generate_trace(TraceSpec("resnet50", batch=2, size="tiny", cache_bytes=0), b)
+    generate_trace(TraceSpec("resnet50", batch=2, size="tiny", cache_bytes=1 << 20), c)
+    for other, compared in ((b, True), (c, False)):
+        setup = StudySetup([TraceInput("resnet-b1", str(a)), TraceInput("resnet-b2", str(other))],
+                           config="DDR4-3200")
+        out = run_study("batch", setup, folder=tmp_path / other.stem, workers=0)
+        (f,) = get_study("batch").analyse(out.document, out.records).findings
+        assert ("energy efficiency" in f.text) == compared, f.text
+        if not compared:
+            assert f.text == ("resnet: batch 1 → 2: not compared (the traces were made with "
+                              "other settings: cache_bytes 0 vs 1048576; generate them alike)")

@@ -8,6 +8,8 @@ the study's other points run.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import os
 from pathlib import Path
 from typing import Any
@@ -47,8 +49,7 @@ def placed_input(trace: TraceInput, cfg: Any) -> TraceInput | str:
         except DiffMemError as exc:
             hit = str(exc)
         else:
-            hit = trace if path == p else TraceInput(
-                trace.label, str(path), trace.kind, trace.batch, trace.flops, group,
-                file_digest(path), trace.scale, trace.dtype, trace.compute_ns)
+            hit = trace if path == p else dataclasses.replace(
+                trace, path=str(path), group=group, digest=file_digest(path))
         _CACHE[key] = hit
     return hit

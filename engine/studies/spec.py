@@ -69,6 +69,9 @@ class TraceInput:
     #: compute time of the part of the step the trace holds, ns, by achieved utilisation
     #: ("0.3" ... "0.7"), from the generator's compute model (engine.workloads.compute)
     compute_ns: dict[str, float] | None = None
+    #: how the step was traced (TRACE_SETTINGS of the trace's summary: the on-chip cache,
+    #: model configuration, dtype, kernels ...): traces compared with each other must agree
+    made_with: dict[str, Any] | None = None
 
     def resolved(self) -> TraceInput:
         """This input with an absolute path, a kind and the file's digest; checks the file."""
@@ -89,8 +92,9 @@ class TraceInput:
         scale = self.scale if self.scale is not None else meta.get("scale")
         dtype = self.dtype or meta.get("dtype", "")
         compute_ns = self.compute_ns if self.compute_ns is not None else meta.get("compute_ns")
+        made_with = self.made_with if self.made_with is not None else meta.get("made_with")
         return TraceInput(self.label, str(p), kind, batch, flops, self.group, digest, scale,
-                          dtype, compute_ns)
+                          dtype, compute_ns, made_with)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -137,6 +141,22 @@ class TraceInput:
         return cls(label=label.strip(), path=path.strip(), **values)
 
 
+#: generation settings of a traced step (`python main.py trace`'s summary) that change its
+#: DRAM traffic beside the batch: traces of one model compared across batch sizes must share
+#: them (the memory is not here: a study re-places each trace for its memory)
+TRACE_SETTINGS = ("workload", "model_config", "dtype", "cache_bytes", "cache_ways",
+                  "cache_line_bytes", "optimizer", "attention", "order")
+
+
+def differing_settings(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[str]:
+    """The generation settings two traces were made with that differ ("cache_bytes 41943040
+    vs 0"); empty when they agree or either is unknown (not a generated trace)."""
+    if not a or not b:
+        return []
+    return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in TRACE_SETTINGS
+            if k in a and k in b and a[k] != b[k]]
+
+
 def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
     """Workload name, batch and FLOPs from the summary that ``python main.py trace`` stores in
     an HDF5 trace (empty for other files). A sampled trace holds only part of the step: its
@@ -166,6 +186,7 @@ def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
             out["flops"] = total
         if isinstance(summary.get("dtype"), str):
             out["dtype"] = summary["dtype"]
+        out["made_with"] = {k: summary[k] for k in TRACE_SETTINGS if k in summary}
         cns = summary.get("compute_time_ns_by_utilisation")
         if isinstance(cns, dict):
             div = out.get("scale") or 1.0

@@ -79,6 +79,21 @@ def test_analysis_on_synthetic_results_gives_one_verdict_per_recommendation():
     # the document's claim is quoted beside each
     claims = {k: zh for k, zh, _en, _t in RECOMMENDATIONS}
     assert all(claims[row[1]] in row[2] for row in table.rows)
+    # a verdict carries its unit; one on a workload the claim is not about says so (these
+    # claims are about diffusion / image generation: 'ddpm' is one, a CNN is not)
+    said = {f.key.split("/")[1]: f.text for f in a.findings if f.key}
+    assert "ddpm: time helps (-10.00 [-10.00, -10.00] %)" in said["bank-interleaved layout"]
+    assert not any("not about" in t for t in said.values())
+    cnn = {**trace, "label": "resnet", "kind": "cnn"}
+    doc_cnn = dict(doc, points=[dict(pt, trace=cnn) for pt in points])
+    said = {f.key.split("/")[1]: f.text
+            for f in Recommendations().analyse(doc_cnn, records).findings if f.key}
+    assert said["bank-interleaved layout"].endswith(
+        "[no image-generation workload among the traces: measured on resnet, which the claim "
+        "is not about]")
+    assert said["write priority -15 %"].endswith(
+        "[no diffusion workload among the traces: measured on resnet, which the claim is not "
+        "about]")
 
 
 def test_platform_syntax():

@@ -103,7 +103,8 @@ def format_summary(name: str, s: dict[str, Any]) -> str:
         f"  row-hit rate          {100.0 * s['row_hit_rate']:.1f} %" if columns else
         "  row-hit rate          n/a (no read or write command)",
         f"  bandwidth             {s['average_bandwidth']:.2f} GB/s",
-        f"  total energy          {s['total_energy']:.4g} pJ",
+        f"  energy                {s['total_energy']:.4g} pJ core (DRAMsim3's total_energy), "
+        f"{s.get('total_energy_with_io', float('nan')):.4g} pJ with IO",
         f"  speed                 {_requests_per_second(s):.3g} requests/s "
         f"({s['wall_seconds']:.2f} s wall)",
     ] + _end_of_run_lines(s))
@@ -172,7 +173,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"  {preset:<{width}}  read latency {s['average_read_latency']:7.1f} cycles "
               f"({s['average_read_latency_ns']:6.1f} ns)  row hits "
               f"{100.0 * s['row_hit_rate']:5.1f} %  {s['average_bandwidth']:7.2f} GB/s  "
-              f"{s['total_energy']:.4g} pJ  in {s['num_cycles']} cycles")
+              f"energy {s['total_energy']:.4g} pJ core, {s['total_energy_with_io']:.4g} pJ "
+              f"with IO  in {s['num_cycles']} cycles")
     project = write_demo_project(out_dir / "demo.dmproj", runs, epoch=DEMO_EPOCH,
                                  trace=DEMO_TRACE)
     print("results: " + ", ".join(str(out) for _, _, out in rows))

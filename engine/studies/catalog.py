@@ -568,7 +568,7 @@ class VariantStudy(Study):
                       f"'{base}')",
                       ["workload", "variant", "step time (µs)", "Δ time (%)",
                        "read latency (ns)", "bandwidth (GB/s)", "row hits (%)",
-                       "energy (µJ)", "Δ energy (%)", "IO energy (µJ)"], [])
+                       "energy (µJ, core + IO)", "Δ energy (%)", "of which IO (µJ)"], [])
         for label in labels_of(rows):
             by = {r.tags["variant"]: r for r in rows if r.label == label}
             ref = by.get(base)

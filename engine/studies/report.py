@@ -116,14 +116,17 @@ def _point_rows(document: Mapping[str, Any], records: Sequence[Mapping[str, Any]
     out = []
     for r in rows:
         tags = ", ".join(f"{k}={v}" for k, v in r.tags.items() if k != "order")
+        # (DRAMsim3's 0 for an average over no read, or a rate over no column command: n/a)
+        lat = (f"{r.m['avg_read_latency_ns']:.1f}" if r.m.get("reads", 1) else "n/a")
+        hits = (f"{100 * r.m['row_hit_rate']:.1f}"
+                if r.m.get("reads", 1) or r.m.get("writes", 1) else "n/a")
         out.append([r.point_id[:10], r.label, tags, r.m["config"], str(r.m["cycles"]),
-                    f"{r.m['avg_read_latency_ns']:.1f}", f"{r.m['bandwidth_GBps']:.2f}",
-                    f"{100 * r.m['row_hit_rate']:.1f}", f"{r.m['energy_total_pJ']:.6g}"])
+                    lat, f"{r.m['bandwidth_GBps']:.2f}", hits, f"{r.m['energy_total_pJ']:.6g}"])
     return out
 
 
 POINT_COLUMNS = ["point", "workload", "tags", "config", "cycles", "read lat. (ns)",
-                 "GB/s", "row hits (%)", "energy (pJ)"]
+                 "GB/s", "row hits (%)", "energy (pJ, core + IO)"]
 
 
 def _html_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -21,10 +21,11 @@ through small methods (``_ask_save_path``, ``_ask_open_path``, ``_show_error``,
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QMainWindow,
                                QMessageBox, QTabWidget, QWidget)
@@ -760,7 +761,30 @@ def main(argv: Sequence[str] | None = None, *, demo: bool = True) -> int:
     if demo:
         from gui.demo import open_demo
         open_demo(window)
-    return int(app.exec())
+    interrupted = _close_on_ctrl_c(window)
+    code = int(app.exec())
+    return 130 if interrupted.is_set() and code == 0 else code
+
+
+def _close_on_ctrl_c(window: QMainWindow) -> threading.Event:
+    """A Ctrl-C in the terminal closes the window as its close button does (runs stop, an
+    unsaved project is asked about), and the process then ends with 130. Without this the
+    KeyboardInterrupt surfaced in whichever Qt callback ran Python next: a traceback, and
+    the window went on. Python runs a signal handler only between its own bytecodes, so a
+    timer gives it a turn while Qt waits for events. Returns the event set on a Ctrl-C."""
+    import signal
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        return interrupted
+
+    def handler(signum: int, frame: Any) -> None:
+        interrupted.set()
+        QTimer.singleShot(0, window.close)
+    signal.signal(signal.SIGINT, handler)
+    tick = QTimer(window)
+    tick.timeout.connect(lambda: None)
+    tick.start(200)
+    return interrupted
 
 
 if __name__ == "__main__":

@@ -57,3 +57,26 @@ def test_quit_during_a_simulation_is_prompt_and_leaves_no_child(qtbot, tmp_path,
         time.sleep(0.02)
     assert not _children(), "a simulation process outlived the window"
     gc.collect()
+
+
+def test_ctrl_c_in_the_terminal_closes_the_window(qtbot) -> None:
+    """A Ctrl-C of `python main.py` printed a KeyboardInterrupt traceback from a Qt timer
+    and the window went on (it needed SIGKILL): it now closes the window as its close button
+    does (an unsaved project is asked about), and main() returns 130."""
+    import os
+    import signal
+
+    from PySide6.QtWidgets import QMainWindow
+
+    from gui.app import _close_on_ctrl_c
+    before = signal.getsignal(signal.SIGINT)
+    w = QMainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        interrupted = _close_on_ctrl_c(w)
+        os.kill(os.getpid(), signal.SIGINT)
+        qtbot.waitUntil(lambda: not w.isVisible(), timeout=5000)
+        assert interrupted.is_set()
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -400,7 +400,12 @@ def cmd_study(args: argparse.Namespace) -> int:
     project = None
     if args.project is not None:
         from projects.store import Project
-        project = Project.open(args.project, readonly=args.report)
+        if not args.report and not os.path.lexists(args.project):
+            # (there was no way to make an empty project from the command line)
+            project = Project.create(args.project)
+            print(f"created the project {project.path}")
+        else:
+            project = Project.open(args.project, readonly=args.report)
     try:
         if args.report:
             if project is not None:
@@ -594,6 +599,15 @@ def cmd_project(args: argparse.Namespace) -> int:
                 src = p.trace_source(name)
                 n = sum(len(c) for c in src.iter_chunks())
                 where = "embedded" if src.embedded else str(src.path)
+                recorded = p.trace_info(name)["summary"].get("requests")
+                if not src.embedded and recorded is not None and int(recorded) != n:
+                    # (replaced or cut since it was added: the stored runs are of another file)
+                    bad += 1
+                    print(f"  trace {name}: error: {where} now holds {n} requests, the "
+                          f"project recorded {int(recorded)} when it was added: the file was "
+                          "replaced or changed since, and the project's runs of it are not "
+                          "of this file", file=sys.stderr)
+                    continue
                 print(f"  trace {name}: {n} requests ({where})")
             except DiffMemError as exc:
                 bad += 1
@@ -1122,7 +1136,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "the certificate file)")
     p.add_argument("--out", metavar="DIR",
                    help="folder for study.json, results.jsonl, report.html, report.pdf")
-    p.add_argument("--project", metavar="FILE", help="store the study in this project file")
+    p.add_argument("--project", metavar="FILE",
+                   help="store the study in this project file (made when it does not exist)")
     p.add_argument("--study-name", metavar="NAME",
                    help="name of the study in the project (default: the study's name)")
     p.add_argument("--report", action="store_true",

@@ -341,3 +341,23 @@ def test_save_on_a_full_disk_is_clean_and_keeps_the_last_save(tmp_path, monkeypa
         p.save()                                   # space again: the session goes on
     with Project.open(path) as p:
         assert p.configs() == ["a", "b"]
+
+
+def test_cli_project_check_names_a_referenced_trace_that_changed(tmp_path, capsys):
+    """A referenced trace replaced by another file (or cut short) passed the check with its
+    new request count: the project's runs are of the old file. The count recorded when the
+    trace was added is now compared."""
+    import main as cli
+    from projects.store import Project
+    trace = tmp_path / "t.trace"
+    trace.write_text("".join(f"0x{i * 64:x} READ {i}\n" for i in range(50)))
+    path = tmp_path / "p.dmproj"
+    with Project.create(path) as p:
+        p.add_trace("t", trace, embed=False)
+        p.save()
+    assert cli.main(["project", str(path)]) == 0
+    assert "trace t: 50 requests" in capsys.readouterr().out
+    trace.write_text("".join(f"0x{i * 64:x} READ {i}\n" for i in range(20)))
+    assert cli.main(["project", str(path)]) == 2
+    assert "now holds 20 requests, the project recorded 50 when it was added" in \
+        capsys.readouterr().err

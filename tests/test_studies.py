@@ -589,18 +589,22 @@ def test_cli_project_study_reports_beside_the_project_and_never_over_an_input(
     """`study --project p.dmproj` without --out wrote report.html / report.pdf into the
     current folder, replacing a user's report.html; a trace named report.pdf in --out was
     replaced by the report; `--report --project` asked for a --name option that does not
-    exist. The report now goes beside the project as p-STUDY-report.*, an output that is an
-    input is refused before any work, and the message gives the form that works."""
+    exist; a new project file was "no such project file". The report now goes beside the
+    project as p-STUDY-report.*, an output that is an input is refused before any work, the
+    message gives the form that works, and a new project is made."""
     import main as cli
     from projects.store import Project
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     (work / "report.html").write_text("my notes")
-    Project.create(tmp_path / "p.dmproj").close()
     trace = f"r={traces['resnet'].path}"
     argv = ["study", "timing", "--trace", trace, "--param", "tRCD=10,14", "--workers", "0"]
+    # (a project that does not exist yet is made: no command made an empty one)
     assert cli.main(argv + ["--project", str(tmp_path / "p.dmproj")]) == 0
+    assert f"created the project {tmp_path / 'p.dmproj'}" in capsys.readouterr().out
+    with Project.open(tmp_path / "p.dmproj", readonly=True) as p:
+        assert p.studies() == ["timing"]
     assert (work / "report.html").read_text() == "my notes"
     assert (tmp_path / "p-timing-report.html").is_file()
     assert (tmp_path / "p-timing-report.pdf").is_file()

@@ -58,6 +58,9 @@ def test_fit_line_matches_matrix_least_squares():
     assert lo < 0.75 < hi
     exact = fits.fit_line([1, 2, 3], [2, 4, 6])
     assert (exact.slope, exact.slope_se, exact.r2) == (2.0, 0.0, 1.0)
+    flat = fits.fit_line([1.0, 2.0, 3.0], [5.0, 5.0, 5.0])     # no variance: R² undefined
+    assert (flat.slope, flat.slope_se) == (0.0, 0.0) and math.isnan(flat.r2)
+    assert fits.fmt_r2(flat.r2) == "n/a" and fits.fmt_r2(0.98765) == "0.988"
     assert math.isnan(fits.fit_line([1, 2], [1, 3]).slope_se)
     with pytest.raises(StudyError, match="two distinct x"):
         fits.fit_line([1, 1, 1], [1, 2, 3])

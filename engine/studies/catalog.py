@@ -443,7 +443,7 @@ class TimingSensitivity(Study):
                 table.rows.append([label, kind, param, fits.fmt_pm(ft.slope, ft.slope_se),
                                    fits.fmt_pm(rel_t, rel_t_se), fits.fmt_pm(fe.slope, fe.slope_se),
                                    fits.fmt_pm(rel_e, rel_e_se), fits.fmt_pm(fl.slope, fl.slope_se),
-                                   f"{ft.r2:.3f}"])
+                                   fits.fmt_r2(ft.r2)])
                 # step time and energy tested each on its own (energy was said only beside
                 # a step-time slope that passed, and dropped when that one did not)
                 a.findings.append(Finding(
@@ -958,11 +958,11 @@ class HotSpots(VariantStudy):
             e0 = ref.m["energy_total_pJ"]
             fit_table.rows.append([label, len(pts), fits.fmt_pm(100 * f.slope / e0,
                                                                  100 * f.slope_se / e0),
-                                   fits.fmt_pm(f.slope, f.slope_se), f"{f.r2:.2f}"])
+                                   fits.fmt_pm(f.slope, f.slope_se), fits.fmt_r2(f.r2, 2)])
             a.findings.append(Finding(
                 f"{label}: each +1 % of row-hit rate changes energy by "
                 f"{fits.fmt_pm(100 * f.slope / e0, 100 * f.slope_se / e0, '%')} "
-                f"(least squares over {len(pts)} variants, R² {f.r2:.2f})",
+                f"(least squares over {len(pts)} variants, R² {fits.fmt_r2(f.r2, 2)})",
                 f"energy_per_hit/{label}", 100 * f.slope / e0, 100 * f.slope_se / e0, "%",
                 f.dof))
             lever = _leverage_note(label, pts, hr, e0, f)

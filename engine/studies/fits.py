@@ -80,8 +80,15 @@ def fit_line(x: Sequence[float], y: Sequence[float]) -> LineFit:
         intercept_se = math.sqrt(s2 * (1.0 / n + xm * xm / sxx))
     else:
         slope_se = intercept_se = float("nan")
-    r2 = 1.0 - ssr / sst if sst > 0 else 1.0
+    # (every y equal: no variance to explain, R² undefined -- it read 1.000 beside a slope of
+    # 0 ± 0)
+    r2 = 1.0 - ssr / sst if sst > 0 else float("nan")
     return LineFit(slope, intercept, slope_se, intercept_se, r2, int(n))
+
+
+def fmt_r2(r2: float, digits: int = 3) -> str:
+    """R² for a table; "n/a" when undefined (a flat line: every value equal)."""
+    return f"{r2:.{digits}f}" if math.isfinite(r2) else "n/a"
 
 
 @dataclass(frozen=True)

@@ -134,9 +134,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                                threads=args.threads, stop=stopped.is_set)
     print(format_summary(str(stats.summary.get("config", args.config)), stats.summary))
     cut = stats.summary.get("stopped_early")
+    last = stats.summary.get("trace_cut_after_cycle")
     print(f"statistics written to {args.out}" + (
-        f" (stopped early by Ctrl-C: the trace cut after its requests arriving by cycle "
-        f"{stats.summary.get('trace_cut_after_cycle')})" if cut else ""))
+        "" if not cut else " (stopped early by Ctrl-C before any request was read)"
+        if last is None else f" (stopped early by Ctrl-C: the trace cut after its requests "
+                             f"arriving by cycle {last})"))
     if args.cmd_trace is not None:
         from engine.simulator import cmd_trace_paths
         files = cmd_trace_paths(args.cmd_trace, int(stats.summary["channels_count"]))
@@ -224,8 +226,9 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
     if args.cmd_trace:
         # Ramulator's recorder writes PATH.ch0, PATH.ch1 ...: each checked against the inputs
         from engine.fileio import check_distinct
+        from engine.ramulator.compat import recorder_paths
         from engine.ramulator.config import load_yaml
-        files = [f"{args.cmd_trace}.ch{c}" for c in range(load_yaml(args.config).counts[0])]
+        files = recorder_paths(args.cmd_trace, load_yaml(args.config).counts[0])
         check_distinct([("command trace", f) for f in files] + [("statistics output", args.out)],
                        [("trace input", args.trace), ("run file", args.config)])
         for f in files:
@@ -371,14 +374,14 @@ def _print_analysis(document: dict[str, Any], records: list[dict[str, Any]]) -> 
         print(f"  note: {n}")
 
 
-def _report_place(args: argparse.Namespace, project: Any, study: str) -> tuple[Path, str]:
+def _report_place(args: argparse.Namespace, study: str) -> tuple[Path, str]:
     """(folder, file stem) of a study's report: the results folder's report.html / .pdf, or,
     for a study stored in a project without --out, beside the project as
     PROJECT-STUDY-report.html / .pdf (it went into the current folder as report.html,
     replacing whatever was there)."""
     if args.out is not None:
         return Path(args.out), "report"
-    where = Path(project.path)
+    where = Path(args.project).absolute()
     return where.parent, f"{where.stem}-{study}-report"
 
 
@@ -398,14 +401,13 @@ def cmd_study(args: argparse.Namespace) -> int:
         raise StudyError(f"--out {args.out} is a file: expected a folder (a study writes "
                          "study.json, results.jsonl and its report there)")
     project = None
-    if args.project is not None:
+    # a project that does not exist is made once the study's inputs are checked (there was no
+    # way to make an empty project from the command line)
+    new_project = (args.project is not None and not args.report
+                   and not os.path.lexists(args.project))
+    if args.project is not None and not new_project:
         from projects.store import Project
-        if not args.report and not os.path.lexists(args.project):
-            # (there was no way to make an empty project from the command line)
-            project = Project.create(args.project)
-            print(f"created the project {project.path}")
-        else:
-            project = Project.open(args.project, readonly=args.report)
+        project = Project.open(args.project, readonly=args.report)
     try:
         if args.report:
             if project is not None:
@@ -414,7 +416,7 @@ def cmd_study(args: argparse.Namespace) -> int:
                                      f"study NAME --report --project {args.project} (stored: "
                                      f"{', '.join(project.studies()) or 'none'})")
                 document, records = load_project_study(project, args.name)
-                out, stem = _report_place(args, project, args.name)
+                out, stem = _report_place(args, args.name)
             else:
                 if args.out is None:
                     raise StudyError("--report needs --out DIR (a folder written by a study)")
@@ -430,7 +432,7 @@ def cmd_study(args: argparse.Namespace) -> int:
             return 0
         if not args.name:
             raise StudyError("give a study NAME (see `python main.py study --list`)")
-        if args.out is None and project is None:
+        if args.out is None and args.project is None:
             raise StudyError("give --out DIR (results and report) or --project FILE")
         setup = StudySetup(
             traces=[TraceInput.parse(t) for t in args.trace or []], config=args.config,
@@ -439,10 +441,10 @@ def cmd_study(args: argparse.Namespace) -> int:
             compute=parse_key_values(args.compute or [], "--compute", typed=False),
             arrival=args.arrival, intake=args.intake or "")
         study_name = args.study_name or args.name
-        out, stem = _report_place(args, project, study_name)
+        out, stem = _report_place(args, study_name)
         # the inputs are read again by every point: no output may be one of them
         from engine.fileio import check_distinct
-        results = ([] if project is not None else
+        results = ([] if args.project is not None else
                    [("study definition", out / "study.json"),
                     ("study results", out / "results.jsonl")])
         check_distinct(results + [("report", out / f"{stem}.html"),
@@ -451,6 +453,13 @@ def cmd_study(args: argparse.Namespace) -> int:
                        + [("memory config", args.config if args.config and
                            Path(args.config).is_file() else None),
                           ("project", args.project)])
+        if new_project:
+            from projects.store import Project
+            for t in setup.traces:       # (the study resolves them: a missing one, first)
+                if not Path(t.path).expanduser().is_file():
+                    raise StudyError(f"trace '{t.label}': {t.path}: no such file")
+            project = Project.create(args.project)
+            print(f"created the project {project.path}")
 
         def progress(done: int, total: int, record: dict[str, Any]) -> None:
             tags = " ".join(f"{k}={v}" for k, v in record.get("tags", {}).items()
@@ -600,11 +609,17 @@ def cmd_project(args: argparse.Namespace) -> int:
                 n = sum(len(c) for c in src.iter_chunks())
                 where = "embedded" if src.embedded else str(src.path)
                 recorded = p.trace_info(name)["summary"].get("requests")
-                if not src.embedded and recorded is not None and int(recorded) != n:
+                if not src.embedded and recorded is not None and not (
+                        isinstance(recorded, int) and not isinstance(recorded, bool)):
+                    bad += 1
+                    print(f"  trace {name}: error: its recorded request count {recorded!r} "
+                          "is not a whole number (damaged project)", file=sys.stderr)
+                    continue
+                if not src.embedded and recorded is not None and recorded != n:
                     # (replaced or cut since it was added: the stored runs are of another file)
                     bad += 1
                     print(f"  trace {name}: error: {where} now holds {n} requests, the "
-                          f"project recorded {int(recorded)} when it was added: the file was "
+                          f"project recorded {recorded} when it was added: the file was "
                           "replaced or changed since, and the project's runs of it are not "
                           "of this file", file=sys.stderr)
                     continue

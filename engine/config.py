@@ -19,6 +19,7 @@ form builders. The derived read-only properties reproduce DRAMsim3's ``Config`` 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -26,7 +27,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from . import standards
 from .errors import ConfigError
@@ -299,7 +300,7 @@ class MemoryConfig:
         :func:`engine.config_physics.unusual`) and the keys a file left to DRAMsim3's
         defaults; recorded in the statistics JSON as ``config_warnings``."""
         from .config_physics import unusual
-        return list(self._load_warnings) + unusual(self)
+        return list(self._load_warnings) + shipped_placeholder_warnings(self) + unusual(self)
 
     # ---- protocol families (declared by engine.standards) --------------------------------
     @property
@@ -923,7 +924,11 @@ def load_preset(name_or_path: str | os.PathLike[str], *, strict: bool = True) ->
                 m, path=path, line=ln, key=k))
             if line is not None:
                 lines[key] = line
-    return _build(name, values, path, lines, _placeholder_currents(text))
+    # (a shipped preset's placeholders are found again from its name by MemoryConfig.warnings,
+    # which a config rebuilt from a project or a study point keeps; a user's file says so here)
+    shipped = path.parent == PRESET_DIR
+    return _build(name, values, path, lines,
+                  [] if shipped else _placeholder_warning(_PLACEHOLDER_RE.findall(text)))
 
 
 #: a preset line whose note calls its value a placeholder (the shipped DDR5 / LPDDR5 / HBM3
@@ -932,15 +937,34 @@ _PLACEHOLDER_RE = re.compile(r"^\s*(I[A-Z0-9]+|VDD\w*)\s*=[^#\n]*#.*\bplaceholde
                              re.IGNORECASE | re.MULTILINE)
 
 
-def _placeholder_currents(text: str) -> list[str]:
+def _placeholder_warning(keys: Sequence[str]) -> list[str]:
     """One warning naming the currents a preset's notes call placeholders (its core energy
     is then not a real part's), or none."""
-    keys = _PLACEHOLDER_RE.findall(text)
     if not keys:
         return []
     return [f"{', '.join(keys)} {'is a placeholder' if len(keys) == 1 else 'are placeholders'} "
-            "(the file's notes say so): the core energy figures are not a real part's; set "
+            "(the preset's notes say so): the core energy figures are not a real part's; set "
             "your part's datasheet currents"]
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped_placeholders(name: str) -> tuple[tuple[str, Any], ...]:
+    """(key, value) of each value the shipped preset ``name`` calls a placeholder."""
+    path = PRESET_DIR / f"{name}.toml"
+    if not name or not path.is_file():
+        return ()
+    text = path.read_text(encoding="utf-8")
+    keys = _PLACEHOLDER_RE.findall(text)
+    data = tomllib.loads(text)
+    flat = {k: v for table in data.values() if isinstance(table, dict) for k, v in table.items()}
+    return tuple((k, flat[k]) for k in keys if k in flat)
+
+
+def shipped_placeholder_warnings(cfg: "MemoryConfig") -> list[str]:
+    """The placeholder warning of a config that is a shipped preset with its placeholder
+    values unchanged (a copy with the user's own currents says nothing)."""
+    return _placeholder_warning([k for k, v in _shipped_placeholders(cfg.name)
+                                 if getattr(cfg, k, None) == v])
 
 
 def _toml_text(value: Any) -> str:

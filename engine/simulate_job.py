@@ -91,13 +91,27 @@ def run_job(job: SimulateJob, traces: Sequence[str | Path], out: str | Path | No
     if not (s["num_reads_accepted"] + s["num_writes_accepted"] + s["num_requests_waiting"]):
         # (with --cycles an idle memory is a meaningful run: refresh and background energy)
         limit = options.limit
+        why = ("stopped before any request was read" if s.get("stopped_early") else
+               f"no request arrives before cycle {limit}, where the run ends"
+               if limit is not None and _has_requests(traces) else "no requests in the trace")
         log.warning("%s: %s: the statistics are an idle memory's",
-                    ", ".join(str(t) for t in traces),
-                    f"no request arrives before cycle {limit}, where the run ends"
-                    if limit is not None else "no requests in the trace")
+                    ", ".join(str(t) for t in traces), why)
     if out is not None:
         stats.write_json(out)
     return stats
+
+
+def _has_requests(traces: Sequence[str | Path]) -> bool:
+    """Whether any of the traces holds a request (its first chunk read again)."""
+    from engine.trace import iter_trace
+    for t in traces:
+        chunks = iter_trace(t, chunk_size=16)
+        try:
+            if any(len(ch) for ch in (next(chunks, None),) if ch is not None):
+                return True
+        finally:
+            getattr(chunks, "close", lambda: None)()
+    return False
 
 
 def run_simulation(config: str, traces: Sequence[str | Path], out: str | Path | None, *,

@@ -218,6 +218,7 @@ class Simulator:
             self.options.fast_idle and self.options.cmd_trace is None) else 0
         self._defer_finish = False       # a thread's part of a threaded run (_ChannelThreads)
         self._log_channel: int | None = None   # ... and the channel it writes commands of
+        self._parts_log = False          # a threaded run's master whose parts write commands
 
     # ---------------------------------------------------------------- state
     def _build_state(self) -> None:
@@ -553,7 +554,8 @@ class Simulator:
         """Why idle refresh is simulated command by command in this run (empty: it is not)."""
         if self._ff_period:
             return ""
-        if self.options.cmd_trace is not None or self._log_channel is not None:
+        if (self.options.cmd_trace is not None or self._log_channel is not None
+                or self._parts_log):
             return "a command trace is written (every REFRESH is a line of it)"
         if not self.options.fast_idle:
             return "the closed-form idle skip is off (fast_idle=False)"
@@ -882,6 +884,7 @@ class _ChannelThreads:
         if logs is not None:
             warn_stale_cmd_traces(options.cmd_trace, logs)
             self.master._ff_period = 0           # (no closed-form idle skip with a trace)
+            self.master._parts_log = True        # (its parts write the command trace)
         self.per_channel = _per_channel_arrays(self.master)
         self.subs: list[Simulator] = []
         for ch in range(nch):
@@ -2116,12 +2119,24 @@ class _Cut:
 
     def __next__(self):
         if self._stop is not None and self._stop():
+            # (cut only if the trace had more: a stop after its last chunk leaves it whole)
+            try:
+                next(self._chunks)
+            except StopIteration:
+                raise StopIteration from None
             self.cut = True
+            self.close()
             raise StopIteration
         ch = next(self._chunks)
         if len(ch.cycle):
             self.last_cycle = int(ch.cycle[-1])
         return ch
+
+    def close(self) -> None:
+        """Close the chunks' source (its open file), as the threaded reader does at the end."""
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
 
     def noted(self, stats: "Stats") -> "Stats":
         """`stats` with the cut recorded in its summary (nothing when the run was whole)."""

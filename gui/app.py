@@ -761,8 +761,14 @@ def main(argv: Sequence[str] | None = None, *, demo: bool = True) -> int:
     if demo:
         from gui.demo import open_demo
         open_demo(window)
+    import signal
+    before = signal.getsignal(signal.SIGINT)
     interrupted = _close_on_ctrl_c(window)
-    code = int(app.exec())
+    try:
+        code = int(app.exec())
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, before)
     return 130 if interrupted.is_set() and code == 0 else code
 
 
@@ -771,15 +777,20 @@ def _close_on_ctrl_c(window: QMainWindow) -> threading.Event:
     unsaved project is asked about), and the process then ends with 130. Without this the
     KeyboardInterrupt surfaced in whichever Qt callback ran Python next: a traceback, and
     the window went on. Python runs a signal handler only between its own bytecodes, so a
-    timer gives it a turn while Qt waits for events. Returns the event set on a Ctrl-C."""
+    timer gives it a turn while Qt waits for events. Returns the event set when a Ctrl-C
+    closed the window (not when the user kept it)."""
     import signal
     interrupted = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         return interrupted
 
+    def close() -> None:
+        # (the user may keep the window: an unsaved project's question answered "no")
+        if window.close():
+            interrupted.set()
+
     def handler(signum: int, frame: Any) -> None:
-        interrupted.set()
-        QTimer.singleShot(0, window.close)
+        QTimer.singleShot(0, close)
     signal.signal(signal.SIGINT, handler)
     tick = QTimer(window)
     tick.timeout.connect(lambda: None)

@@ -83,6 +83,15 @@ def test_a_stop_cuts_the_trace_and_keeps_its_statistics(tmp_path: Path) -> None:
         assert s["num_reads_done"] + s["num_writes_done"] == 2 * chunk
     untouched = run_simulation("DDR4-3200", [cut], None, stop=lambda: False).summary
     assert "stopped_early" not in untouched and "trace_cut_after_cycle" not in untouched
+    # a stop once the last chunk is read leaves the run whole (it was marked cut)
+    calls = [0]
+
+    def after_two() -> bool:
+        calls[0] += 1
+        return calls[0] > 2
+    whole = run_simulation("DDR4-3200", [cut], None, stop=after_two).summary
+    assert "stopped_early" not in whole and whole["num_reads_done"] + \
+        whole["num_writes_done"] == 2 * chunk
 
 
 def test_ctrl_c_writes_the_statistics_of_the_trace_read_so_far(tmp_path: Path) -> None:

@@ -390,16 +390,26 @@ def test_did_you_mean_prefers_the_names_a_prefix_begins() -> None:
 def test_placeholder_currents_are_said_in_every_run(tmp_path: Path) -> None:
     """The DDR5 / LPDDR5 / HBM3 presets' IDD currents are another standard's (no datasheet of
     a generic part): only their files' comments said so, and a run's energy looked like a
-    real part's. The notes now become a config warning, in the statistics' config_warnings;
-    a copy with the user's own currents (the note gone) says nothing."""
+    real part's. The notes now become a config warning, in the statistics' config_warnings
+    (also of a config rebuilt from a project or a study point); a copy with the user's own
+    currents (the note gone) says nothing."""
     from engine.config import PRESET_DIR
     for name in ("DDR5-4800B", "LPDDR5-6400", "HBM3-6400"):
         (w,) = [w for w in load_config(name).warnings if "placeholder" in w]
         assert w.startswith("IDD0, IDD2P, IDD2N, IDD3N, IDD4W, IDD4R, IDD5AB, IDD5PB, IDD6x "
                             "are placeholders")
     assert not any("placeholder" in w for w in load_config("DDR4-3200").warnings)
+    # a config rebuilt from its dict (a project's, a study point's) still says so
+    again = MemoryConfig.from_dict(load_config("DDR5-4800B").to_dict())
+    assert any("are placeholders" in w for w in again.warnings)
     text = (PRESET_DIR / "DDR5-4800B.toml").read_text()
-    own = "\n".join(line.split("#")[0] if line.lstrip().startswith("IDD") else line
+    # the user's own currents, notes removed: nothing said (a copy whose values are still
+    # the placeholders, under the preset's name, is still said to be one)
+    own = "\n".join(line.split("=")[0] + "= 77.0" if line.lstrip().startswith("IDD") else line
                     for line in text.splitlines())
     (tmp_path / "mine.toml").write_text(own)
     assert not any("placeholder" in w for w in load_config(tmp_path / "mine.toml").warnings)
+    kept = "\n".join(line.split("#")[0] if line.lstrip().startswith("IDD") else line
+                     for line in text.splitlines())
+    (tmp_path / "kept.toml").write_text(kept)
+    assert any("placeholder" in w for w in load_config(tmp_path / "kept.toml").warnings)

@@ -80,3 +80,29 @@ def test_ctrl_c_in_the_terminal_closes_the_window(qtbot) -> None:
         assert interrupted.is_set()
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+def test_a_ctrl_c_whose_close_the_user_refuses_is_forgotten(qtbot) -> None:
+    """The user keeps the window (an unsaved project's question): the Ctrl-C is not counted,
+    so a later normal quit is not reported as interrupted."""
+    import os
+    import signal
+
+    from PySide6.QtWidgets import QMainWindow
+
+    from gui.app import _close_on_ctrl_c
+
+    class Keeps(QMainWindow):
+        def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+            event.ignore()
+    before = signal.getsignal(signal.SIGINT)
+    w = Keeps()
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        interrupted = _close_on_ctrl_c(w)
+        os.kill(os.getpid(), signal.SIGINT)
+        qtbot.wait(500)
+        assert w.isVisible() and not interrupted.is_set()
+    finally:
+        signal.signal(signal.SIGINT, before)

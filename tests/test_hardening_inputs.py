@@ -168,6 +168,12 @@ def test_an_empty_trace_runs_as_an_idle_memory_with_a_warning(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="engine.simulate_job"):
         run_simulation("DDR4-3200", [one], None)
     assert not any("no requests" in r.getMessage() for r in caplog.records)
+    # an empty trace under --max-cycles is still an empty trace (not "no request before N")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="engine.simulate_job"):
+        run_simulation("DDR4-3200", [empty], None, max_cycles=1000)
+    assert any("empty.trace: no requests in the trace" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_a_folder_given_as_an_output_file_is_refused_before_the_run(tmp_path):

@@ -576,7 +576,11 @@ def test_a_torn_result_line_does_not_swallow_the_next(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text, found", [("[]", "a JSON list"),
                                           ('{"study": "timing", "points": 5}',
-                                           "'points' as a int")])
+                                           "'points' as a int"),
+                                          ('{"study": "timing"}', "no 'points'"),
+                                          ("{}", "no 'study' name"),
+                                          ('{"study": "timing", "points": [1]}',
+                                           r"points\[0\] = 1")])
 def test_a_study_file_of_another_shape_is_an_error(tmp_path: Path, text: str,
                                                    found: str) -> None:
     """A study.json holding valid JSON of another shape gave an AttributeError traceback."""
@@ -603,7 +607,12 @@ def test_cli_project_study_reports_beside_the_project_and_never_over_an_input(
     (work / "report.html").write_text("my notes")
     trace = f"r={traces['resnet'].path}"
     argv = ["study", "timing", "--trace", trace, "--param", "tRCD=10,14", "--workers", "0"]
-    # (a project that does not exist yet is made: no command made an empty one)
+    # (a project that does not exist yet is made: no command made an empty one; not when the
+    # study's inputs are wrong)
+    assert cli.main(["study", "--project", str(tmp_path / "p.dmproj")]) == 2
+    assert cli.main(argv[:2] + ["--trace", "r=missing.h5", "--project",
+                                str(tmp_path / "p.dmproj")]) == 2
+    assert not (tmp_path / "p.dmproj").exists()
     assert cli.main(argv + ["--project", str(tmp_path / "p.dmproj")]) == 0
     assert f"created the project {tmp_path / 'p.dmproj'}" in capsys.readouterr().out
     with Project.open(tmp_path / "p.dmproj", readonly=True) as p:

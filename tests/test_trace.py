@@ -492,5 +492,6 @@ def test_suffix_format_is_the_one_list_the_readers_and_studies_use(tmp_path):
         write_hdf5(f, [ch])
         with h5py.File(f, "a") as h:
             h["trace"].attrs["summary"] = summary
-        want = {"workload": "ddpm", "batch": 4, "flops": 2.0e9} if read else {}
+        want = {"workload": "ddpm", "batch": 4, "flops": 2.0e9,
+                "made_with": {"workload": "ddpm"}} if read else {}
         assert trace_metadata(f) == want, name

@@ -571,6 +571,12 @@ def _mapper(ram: RamulatorConfig):
     return apply
 
 
+def recorder_paths(base: str | os.PathLike[str], channels: int) -> list[Path]:
+    """The command-trace files of a run, one a channel, as Ramulator 2's recorder names
+    them: PATH.ch0, PATH.ch1 ..."""
+    return [Path(f"{base}.ch{c}") for c in range(channels)]
+
+
 def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLike[str], *,
         cmd_trace: str | os.PathLike[str] | None = None,
         lpddr5_rowcheck_fix: bool = False) -> CompatStats:
@@ -615,7 +621,7 @@ def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLi
             from engine.fileio import atomic_path
             from engine.simulator import warn_stale_cmd_traces
             base = Path(cmd_trace)
-            names = [Path(f"{base}.ch{c}") for c in range(ram.counts[0])]
+            names = recorder_paths(base, ram.counts[0])
             warn_stale_cmd_traces(base, names)
             logs = [open(replace.enter_context(atomic_path(f)), "w", encoding="ascii")
                     for f in names]

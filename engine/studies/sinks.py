@@ -73,6 +73,24 @@ def point_slot(point: Mapping[str, Any]) -> tuple[str, str]:
             json.dumps(point.get("tags", {}), sort_keys=True, default=str))
 
 
+def document_shape_error(doc: Any) -> str:
+    """What is wrong with the shape of a study definition read from a file ('' if nothing):
+    the analysis and the report index it without further checks."""
+    if not isinstance(doc, dict):
+        return f"a JSON {type(doc).__name__}"
+    if not isinstance(doc.get("study"), str):
+        return "no 'study' name" if "study" not in doc else \
+            f"'study' as a {type(doc['study']).__name__}"
+    points = doc.get("points")
+    if not isinstance(points, list):
+        return "no 'points'" if points is None else f"'points' as a {type(points).__name__}"
+    for k, pt in enumerate(points):
+        if not (isinstance(pt, dict) and isinstance(pt.get("point_id"), str)
+                and isinstance(pt.get("trace"), dict) and isinstance(pt.get("tags"), dict)):
+            return f"points[{k}] = {json.dumps(pt, default=str)[:60]}"
+    return ""
+
+
 class ResultsFolder:
     """A study's results in a folder (see the module docstring)."""
 
@@ -127,14 +145,12 @@ class ResultsFolder:
                 from None
         except (OSError, ValueError) as exc:
             raise StudyError(f"{self.study_path}: cannot read: {exc}") from exc
-        if not isinstance(doc, dict):
-            found = f"a JSON {type(doc).__name__}"
-        elif not isinstance(doc.get("points", []), list):
-            found = f"'points' as a {type(doc['points']).__name__}"
-        else:
-            return doc
-        raise StudyError(f"{self.study_path}: not a study definition (expected a JSON object "
-                         f"with 'study' and a list of 'points', found {found})")
+        found = document_shape_error(doc)
+        if found:
+            raise StudyError(f"{self.study_path}: not a study definition (expected a JSON "
+                             f"object with 'study' and a list of 'points', each with "
+                             f"'point_id', 'trace' and 'tags'; found {found})")
+        return doc
 
     def records(self) -> list[dict[str, Any]]:
         """Every record in the journal, in file order (torn or malformed lines skipped)."""

@@ -168,7 +168,9 @@ def test_comparison_overlay_and_table(qtbot, window, tmp_path) -> None:
     for (key, _label, _unit, comparable), row in zip(KEY_FIGURES, rows):
         a, b = expect[key]
         assert row[1] == pytest.approx(a) and row[2] == pytest.approx(b), key
-        if comparable:
+        if key == "row_hit_rate":                   # a rate: percentage points
+            assert row[3] == pytest.approx(b - a), key
+        elif comparable:
             assert row[3] == pytest.approx(100.0 * (b - a) / abs(a)), key
         else:
             assert math.isnan(row[3]), key          # cycles of two clocks: no difference
@@ -182,6 +184,13 @@ def test_comparison_overlay_and_table(qtbot, window, tmp_path) -> None:
     assert t.item(r_time, 2).text() == f"{d_time:+.1f} %".replace("-", "−")
     assert t.item(r_cyc, 0).text().endswith(f"@ {1e3 / ddr['tCK_ns']:.0f} MHz")
     assert t.item(r_cyc, 2).text() == "—"
+    r_hits = labels.index("Row hits")
+    d_hits = expect["row_hit_rate"][1] - expect["row_hit_rate"][0]
+    assert t.item(r_hits, 2).text() == f"{d_hits:+.1f} pp".replace("-", "−")
+    # the two clocks: the same trace was offered more slowly to HBM2 (1 GHz) than to DDR4
+    note = view.compare_note.text()
+    assert view.compare_note.isVisible() and note.startswith("hbm2 runs at tCK 1 ns")
+    assert f"came {hs['tCK_ns'] / ddr['tCK_ns']:.2f}x more slowly to hbm2" in note
     r_e = labels.index("Energy (core + IO)")
     from gui.units import fmt
     assert t.item(r_e, 0).text() == fmt(expect["energy_pJ"][0], "pJ")

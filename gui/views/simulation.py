@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormL
 from gui import plot_export
 from gui import units as U
 from gui.project_lists import preset_names, project_names
-from gui.run_data import KEY_FIGURES, RunRecord, key_figures, percent_difference, tck_ns
+from gui.run_data import (KEY_FIGURES, RunRecord, clock_notes, key_figures,
+                          percent_difference, tck_ns)
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_TRACE = REPO / "resources" / "traces" / "demo.trace"
@@ -406,6 +407,13 @@ class SimulationView(QWidget):
         self.compare_splitter.setChildrenCollapsible(False)
         self.compare_splitter.setSizes([150, 300])
         lay.addWidget(self.compare_splitter, 1)
+        # what the table cannot say in a cell (runs fed at other paces: run_data.clock_notes)
+        self.compare_note = QLabel("")
+        self.compare_note.setObjectName("compareNote")
+        self.compare_note.setWordWrap(True)
+        self.compare_note.setStyleSheet("color: #a15c00;")
+        self.compare_note.hide()
+        lay.addWidget(self.compare_note)
         self.compare_box = box
         self.splitter.addWidget(box)
         self.splitter.setStretchFactor(0, 4)
@@ -833,7 +841,7 @@ class SimulationView(QWidget):
         for key, rec in runs:
             header.append(rec.label if key == "shown" else key)
             if key != "shown" and self.record is not None:
-                header.append(f"{key} diff %")
+                header.append(f"{key} diff %")       # (row hits: percentage points)
         figs = [(key, key_figures(rec)) for key, rec in runs]
         base = key_figures(self.record) if self.record is not None else None
         rows = []
@@ -845,9 +853,11 @@ class SimulationView(QWidget):
                 row.append(f[key] * scale)
                 if rkey != "shown" and base is not None:
                     same_clock = f["tCK_ns"] == base["tCK_ns"]
-                    # cycles of two clocks are not comparable: no difference in %
-                    row.append(percent_difference(f[key], base[key])
-                               if comparable or same_clock else math.nan)
+                    # cycles of two clocks are not comparable: no difference in %; a rate's
+                    # difference is in percentage points
+                    row.append(math.nan if not (comparable or same_clock) else
+                               (f[key] - base[key]) * scale if unit == "%" else
+                               percent_difference(f[key], base[key]))
             rows.append(row)
         return header, rows
 
@@ -873,7 +883,8 @@ class SimulationView(QWidget):
                 if isinstance(value, float) and math.isnan(value):
                     text = "—" if diff else "n/a"
                 elif diff:
-                    text = f"{value:+.1f} %".replace("-", "−")
+                    # (a rate's difference in percentage points: 94.3 -> 92.2 % is -2.1 pp)
+                    text = f"{value:+.1f} {'pp' if unit == '%' else '%'}".replace("-", "−")
                 elif unit == "%":
                     text = f"{value:.1f} %"
                 elif unit == "cyc":
@@ -884,6 +895,9 @@ class SimulationView(QWidget):
                 cell = QTableWidgetItem(text)
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 t.setItem(r, c, cell)
+        notes = clock_notes(self.record, self.overlays)
+        self.compare_note.setText("\n".join(notes))
+        self.compare_note.setVisible(bool(notes))
         self._fit_compare_width()
 
     #: the comparison may take at most this share of the tab's width by itself, and only

@@ -157,3 +157,16 @@ def test_a_trace_placed_for_another_memory_is_noted_beside_the_run(qtbot, view, 
         qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
     assert not errors
     assert not view.notes_label.isVisible() and view.notes_label.text() == ""
+
+
+def test_heatmap_columns_lie_on_their_epochs() -> None:
+    """A run of 11 whole 10,000-cycle epochs and a partial one was drawn as 12 equal columns
+    stretched to the run's end: each column too narrow, the last ones up to 4.4 us off the
+    epochs of the plots below. The columns are now one epoch wide (the last cut by the x
+    range at the run's end)."""
+    from gui.views.simulation import heatmap_width
+    ends = np.array([10_000.0 * k for k in range(1, 12)] + [112_277.0])
+    assert heatmap_width(ends) == 120_000.0
+    assert heatmap_width(np.array([5.0])) == 5.0
+    assert heatmap_width(np.array([3.0, 10.0, 12.0])) == 12.0     # uneven: the run's end
+    assert heatmap_width(np.array([])) == 1.0

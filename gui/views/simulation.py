@@ -57,6 +57,21 @@ def peak_bandwidth_GBps(cfg: Any) -> float:
         return math.nan
 
 
+def heatmap_width(ends: np.ndarray) -> float:
+    """Width of the bank heatmap's image on the time axis (its columns are equal): the
+    epoch length times the epochs when every epoch but the last is that long, so that each
+    column lies on its epoch and the last, partial one is cut by the x range at the run's
+    end (the image stretched to the run's end put a 12-epoch run's columns up to 4.4 us off
+    the hit-rate and bandwidth plots' epochs); the run's end otherwise."""
+    x = np.asarray(ends, dtype=np.float64)
+    if not x.size:
+        return 1.0
+    widths = np.diff(np.concatenate([[0.0], x]))
+    if x.size >= 2 and widths[0] > 0 and np.allclose(widths[:-1], widths[0], rtol=1e-9):
+        return float(widths[0] * x.size)
+    return float(x[-1])
+
+
 def trim_histogram(hist: np.ndarray, quantile: float = 0.999,
                    max_bins: int = MAX_HIST_BINS) -> tuple[np.ndarray, np.ndarray]:
     """(bin edges, counts) of a per-cycle histogram, cut at ``quantile`` of its mass.
@@ -682,8 +697,7 @@ class SimulationView(QWidget):
         if util.size:
             self.heatmap.setImage(util, autoLevels=False, levels=(0.0, 1.0))
             from PySide6.QtCore import QRectF
-            self.heatmap.setRect(QRectF(0.0, 0.0, float(x[-1]) if x.size else 1.0,
-                                        float(util.shape[0])))
+            self.heatmap.setRect(QRectF(0.0, 0.0, heatmap_width(x), float(util.shape[0])))
             self.plots["heatmap"].setXRange(0.0, float(x[-1]) if x.size else 1e-6, padding=0)
             self.plots["heatmap"].setYRange(0.0, float(util.shape[0]), padding=0)
         else:

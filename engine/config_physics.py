@@ -33,6 +33,9 @@ JEDEC_TCK_NS = (0.2, 5.0)
 JEDEC_TREFI_NS = (1000.0, 16000.0)
 #: Shortest all-bank refresh (ns) of a real device.
 JEDEC_TRFC_MIN_NS = 20.0
+#: Below this (ns) an activate-to-read or precharge time (twice it: tRAS) is no device's
+#: (JEDEC's are 10-20 ns); a warning, as a what-if may want it
+JEDEC_CORE_MIN_NS = 5.0
 # the kernel's per-entry widths (int64 words), see engine.kernel / engine.simulator
 _NCQ = 12
 _PENDING_WORDS = 5
@@ -127,6 +130,13 @@ def unusual(cfg: Any) -> list[str]:
                  f"refresh ({JEDEC_TRFC_MIN_NS:.0f} ns)")
     if cfg.CL == 0:
         w.append("CL = 0: a read returns data in the cycle it is issued")
+    rcd_key = "tRCDRD" if (cfg.is_gddr or cfg.is_hbm) else "tRCD"
+    for key, floor in ((rcd_key, JEDEC_CORE_MIN_NS), ("tRP", JEDEC_CORE_MIN_NS),
+                       ("tRAS", 2 * JEDEC_CORE_MIN_NS)):
+        v = getattr(cfg, key)
+        if v * cfg.tCK < floor:
+            w.append(f"{key} = {v} ({v * cfg.tCK:.3g} ns) is shorter than any JEDEC device's "
+                     f"(at least {floor:g} ns; a row takes about 10-20 ns to open or close)")
     w += negative_energies(cfg)
     return w
 

@@ -157,3 +157,18 @@ def test_cancelled_dialog_and_invalid_export(editor, tmp_path: Path, monkeypatch
     monkeypatch.setattr(editor, "_ask_open_path", lambda f: str(bad))
     assert editor.import_ini() is False
     assert "rows" in editor.error_label.text()
+
+
+def test_a_valid_but_unphysical_value_is_warned_in_the_editor(editor, qtbot):
+    """tRCD = 0 and tRP = 1 were accepted and simulated without a word: they stay valid (a
+    what-if) but the editor now says what no device has, and the warning goes when fixed."""
+    editor.preset_combo.setCurrentText("DDR4-3200")
+    assert editor.is_valid() and editor.error_label.text() == ""
+    rcd = editor.value("tRCD")
+    editor.set_value("tRCD", 0)
+    assert editor.is_valid()
+    text = editor.error_label.text()
+    assert text.startswith("Warning: tRCD = 0 (0 ns) is shorter than any JEDEC device's")
+    assert "#a15c00" in editor.error_label.styleSheet()
+    editor.set_value("tRCD", rcd)
+    assert editor.error_label.text() == ""

@@ -92,6 +92,8 @@ def test_unsaved_editor_config_runs_and_is_stored_under_its_own_name(qtbot, wind
     name = window.project.load_run(run)["config_name"]
     assert name.endswith("edited #1")
     assert window.project.run_config(run).tRCD == ed.value("tRCD")
+    # what the user reads says it was the edited configuration, not the preset
+    assert view.summary_label.text().startswith("DDR4-3200 (edited) · demo.trace")
 
 
 def test_ini_import_lands_in_the_project(qtbot, window, tmp_path, monkeypatch) -> None:

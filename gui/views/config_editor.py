@@ -30,6 +30,8 @@ from engine.errors import ConfigError
 
 COLUMNS = ("Parameter", "Value", "Unit", "Description")
 ERROR_COLOR = QColor("#f4b4b4")
+ERROR_STYLE = "color: #b00020;"
+WARNING_STYLE = "color: #a15c00;"      # valid, but unusual (engine.config_physics)
 INI_FILTER = "DRAMsim3 configuration (*.ini);;All files (*)"
 TOML_FILTER = "DiffMem preset (*.toml);;All files (*)"
 PRESET_PLACEHOLDER = "(choose a preset)"
@@ -160,7 +162,7 @@ class ConfigEditor(QWidget):
         self.error_label = QLabel("")
         self.error_label.setObjectName("configErrorLabel")
         self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet("color: #b00020;")
+        self.error_label.setStyleSheet(ERROR_STYLE)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         body = QHBoxLayout()
@@ -398,7 +400,10 @@ class ConfigEditor(QWidget):
                 self._show_value(name, self._values[name])
         self._error, self._error_key = None, None
         self._highlight(None)
-        self.error_label.setText("")
+        # valid, but what no device has (tRCD = 0 simulated without a word): said, not refused
+        warnings = cfg.warnings
+        self.error_label.setStyleSheet(WARNING_STYLE if warnings else ERROR_STYLE)
+        self.error_label.setText("\n".join(f"Warning: {w}" for w in warnings))
         for key, text in _derived_texts(cfg).items():
             self.derived_labels[key].setText(text)
         self.config_changed.emit(cfg)
@@ -407,6 +412,7 @@ class ConfigEditor(QWidget):
         self._error = exc
         self._error_key = exc.key if exc.key in self._rows else None
         self._highlight(self._error_key)
+        self.error_label.setStyleSheet(ERROR_STYLE)
         self.error_label.setText(str(exc))
         if self._error_key is not None:
             table, _row = self._rows[self._error_key]

@@ -471,7 +471,10 @@ class SimulationView(QWidget):
 
         self._clear_plots()
         self._use_config(cfg)
-        self._live_label = f"{name} · {Path(trace).name}"
+        # (a run of the editor's configuration read exactly like one of the preset it started
+        # from, while the project stores it as "... edited #N")
+        shown = f"{name} (edited)" if where == "editor" else name
+        self._live_label = f"{shown} · {Path(trace).name}"
         # plain options: engine.simulator (numba) is imported by the simulation process only
         options = {"epoch": int(self.epoch_spin.value())}
         self._set_running(True)

@@ -234,3 +234,20 @@ def test_main_window_studies_tab_stores_into_the_open_project(qtbot, traces, mon
     assert w.project_tree.names("study") == ["timing"]
     w.close_project(ask=False)
     assert view.project() is None
+
+
+def test_points_are_shown_in_the_sweeps_order(view) -> None:
+    """The table and the bars listed points as they finished (tRCD 14, 22, 18, 10): the
+    sweep's trend could not be read. They are placed by workload, parameter and value."""
+    def rec(pid, label, value):
+        return {"point_id": pid, "label": label, "status": "failed", "error": "x",
+                "tags": {"param": "tRCD", "value": value, "order": 0}}
+    for pid, label, value in (("a", "r", 14), ("b", "r", 22), ("c", "d", 30), ("d", "r", 18),
+                              ("e", "r", 10)):
+        view._add_record(rec(pid, label, value))
+    t = view.results_table
+    shown = [(t.item(r, 0).text(), t.item(r, 1).text()) for r in range(t.rowCount())]
+    assert shown == [("d", "param=tRCD value=30"), ("r", "param=tRCD value=10"),
+                     ("r", "param=tRCD value=14"), ("r", "param=tRCD value=18"),
+                     ("r", "param=tRCD value=22")]
+    assert [r["point_id"] for r in view.records] == ["c", "e", "a", "d", "b"]

@@ -19,6 +19,8 @@ Dask scheduler.  Dialogs go through small methods (``_show_error``, ``_ask_trace
 """
 from __future__ import annotations
 
+import bisect
+
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -56,6 +58,17 @@ def _studies() -> dict[str, Any]:
 def _default_workers() -> int:
     from engine.studies.runner import default_workers
     return default_workers()
+
+
+def record_order(record: dict[str, Any]) -> tuple:
+    """Where a point goes in the table and the plot: by workload, swept parameter, then its
+    value (numbers as numbers) or its variant's place in the study's list."""
+    tags = record.get("tags", {})
+    value = tags.get("value", tags.get("order", 0))
+    num = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return (str(record.get("label", "")), str(tags.get("param", "")),
+            (0, float(num), "") if num is not None else (1, 0.0, str(value)),
+            point_text(tags))
 
 
 def point_text(tags: dict[str, Any]) -> str:
@@ -502,9 +515,10 @@ class StudiesView(QWidget):
         if pid in self._shown:
             return
         self._shown.add(pid)
-        self.records.append(record)
+        # in the sweep's order, not the finishing order (14, 22, 18, 10 hid the trend)
+        r = bisect.bisect_right([record_order(x) for x in self.records], record_order(record))
+        self.records.insert(r, record)
         t = self.results_table
-        r = t.rowCount()
         t.insertRow(r)
         for c, text in enumerate(record_row(record)):
             t.setItem(r, c, QTableWidgetItem(text))

@@ -54,6 +54,7 @@ class Matching:
     by_line: dict[tuple[int, int], list[Lifetime]]   # (channel, line) -> served requests
     matched: int = 0
     column_commands: int = 0
+    unmatched_commands: int = 0  # RD / WR that found no request of theirs by arrival order
     forwarded: int = 0          # reads answered from the write queue (no command)
     pending: int = 0            # requests that arrived but were not served by the window's end
 
@@ -115,6 +116,7 @@ def match(cmds: Sequence[Any], cfg: Any, addr: np.ndarray, cycle: np.ndarray,
         w = c.kind.startswith("write")
         group = pending.pop((w, (c.channel, c.rank, c.bankgroup, c.bank, c.row, c.column)), None)
         if not group:
+            out.unmatched_commands += 1
             continue
         done = int(c.cycle) + (write_done if w else read_done)
         out.by_line[(c.channel, c.line)] = [

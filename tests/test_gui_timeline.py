@@ -82,7 +82,9 @@ def test_record_a_window_and_read_its_commands(qtbot, window, tmp_path) -> None:
         in text and f"lifetime {fmt(life.latency * cfg.tCK, 'ns')}" in text
     xs, _ys = tv.life_data.getData()
     assert xs[-1] == pytest.approx(life.done * cfg.tCK * 1e-9)
-    assert "requests matched to" in tv.status_label.text()
+    m = tv.matching
+    assert (f"requests by arrival and location: {m.matched} matched to {m.column_commands} "
+            "RD/WR") in tv.status_label.text()
     # the long texts wrap: the tab still fits the 1280 px window
     assert tv.minimumSizeHint().width() <= window.views.width()
     assert window.minimumSizeHint().width() <= 1280
@@ -138,3 +140,24 @@ def test_reading_a_recording_never_blocks_the_window(qtbot, window, monkeypatch)
         QTimer.singleShot(0, went_on.set)           # runs only if the event loop does
     assert waited == [True]
     assert not tv.is_running() and tv.record_button.isEnabled() and tv.mark_count("RD") > 0
+
+
+def test_a_reversed_window_is_refused_and_a_late_one_says_the_run_ended(qtbot, window,
+                                                                       monkeypatch) -> None:
+    """A window from 8 us to 3 us recorded "0 commands from 8 us to 8 us"; one past the run's
+    end showed nothing with no word of why."""
+    from engine.config import load_config
+    tv = window.timeline_view
+    errors = []
+    monkeypatch.setattr(tv, "_show_error", lambda msg, det: errors.append(msg))
+    cfg = load_config("DDR4-3200")
+    tv.start_spin.setValue(8.0)
+    tv.end_spin.setValue(3.0)
+    assert tv.record(cfg, DEMO) is False
+    assert errors == ["The window's end must be after its start (8 to 3 µs)."]
+    tv.start_spin.setValue(200.0)
+    tv.end_spin.setValue(210.0)
+    with qtbot.waitSignal(tv.recorded, timeout=240_000):
+        assert tv.record(cfg, DEMO)
+    assert "The run ends at 70.73 µs (every request done): nothing happens after it" in \
+        tv.status_label.text()

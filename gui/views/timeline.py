@@ -253,10 +253,16 @@ class TimelineView(QWidget):
                 self.status_label.setText(self.status_label.text()
                                           + f" (request lifetimes unavailable: {note})")
             return
+        # (matched by arrival order and location: an estimate for the hover's lifetimes; the
+        # engine's own counts are the run's statistics, e.g. num_write_buf_hits)
+        unmatched = (f" ({m.unmatched_commands} matched no request by arrival)"
+                     if m.unmatched_commands else "")
         self.status_label.setText(
-            self.status_label.text() + f"; {m.matched} requests matched to "
-            f"{m.column_commands} RD/WR, {m.forwarded} reads answered from the write queue, "
-            f"{m.pending} still waiting at the window's end (hover a RD/WR for its request)")
+            self.status_label.text() + f"; requests by arrival and location: {m.matched} "
+            f"matched to {m.column_commands} RD/WR{unmatched}, {m.forwarded} reads found a "
+            f"write to their location still queued, {m.pending} not served by a command in "
+            "the window (writes still buffered when the run ended count here); hover a RD/WR "
+            "for its request")
 
     def mark_count(self, name: str) -> int:
         x, _y = self.marks[name].getData()
@@ -402,8 +408,16 @@ class TimelineView(QWidget):
         (child process) and show the window's commands when it finishes."""
         if self.is_running():
             return False
+        if window is None and self.end_spin.value() <= self.start_spin.value():
+            # (8 us to 3 us recorded "0 commands from 8 us to 8 us" without a word)
+            self._show_error("The window's end must be after its start "
+                             f"({self.start_spin.value():g} to {self.end_spin.value():g} µs).",
+                             "")
+            return False
         from gui.workers import start_simulation
         window = window or self.window_cycles(float(cfg.tCK))
+        self.hover_text = ""                   # (the last recording's hover, another run's)
+        self.hover_label.setText("")
         self._tmp = tempfile.TemporaryDirectory(prefix="diffmem-cmds-")
         path = Path(self._tmp.name) / "commands.txt"
         options = {"max_cycles": int(window[1]), "cmd_trace": str(path),
@@ -433,6 +447,8 @@ class TimelineView(QWidget):
 
         from gui.timeline_requests import load_window
         cfg, path, window, trace = self._pending
+        # (a window past the run's end showed nothing, and no word of why)
+        self._run_end = int(getattr(_stats, "summary", {}).get("num_cycles", window[1]))
         self._done()
         self.record_button.setEnabled(False)
         self.status_label.setText("Reading the recorded commands…")
@@ -473,6 +489,12 @@ class TimelineView(QWidget):
         n = self.set_commands(data.cmds, cfg, window)
         self.matching = data.matching
         self._describe_matching(data.note)
+        end = getattr(self, "_run_end", window[1])
+        if end < window[1]:
+            from gui.units import fmt
+            ends = fmt(float(self.seconds(end)), "s")
+            self.status_label.setText(self.status_label.text() + f". The run ends at {ends} "
+                                      "(every request done): nothing happens after it")
         if self.link_check.isChecked() and self._link_target is not None:
             self.link_x(self._link_target)          # the epoch plots zoom to the window
         self.recorded.emit(n)

@@ -225,6 +225,9 @@ def test_energy_flame_graph_hover_and_exports(qtbot, window, tmp_path) -> None:
 
     ev.set_mode("location")
     assert ev.root.value == pytest.approx(per_bank.sum() + io)
+    # the title says what each view does with rank-level energy (it said "their own boxes"
+    # here too, where it is shared among the banks)
+    assert "rank-level energy shared among the banks" in ev.plot.titleLabel.text
     leaves = [b for b in ev.boxes if b.depth == 3]
     assert len(leaves) == int(np.count_nonzero(per_bank))
     channels = [b for b in ev.boxes if b.depth == 1 and b.node.name.startswith("ch")]
@@ -243,6 +246,7 @@ def test_energy_flame_graph_hover_and_exports(qtbot, window, tmp_path) -> None:
     assert f"{share:.2f} %" in ev.hover_label.text() and "pJ" in ev.hover_label.text()
 
     ev.set_mode("cause")
+    assert "refresh, background and IO as their own boxes" in ev.plot.titleLabel.text
     causes = {b.node.name: b for b in ev.boxes if b.depth == 1}
     for cause, value in rec.summary["energy_by_cause"].items():
         if value > 0:

@@ -18,6 +18,14 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QMen
                                QMessageBox, QToolButton, QVBoxLayout, QWidget)
 
 from gui import energy_tree as ET
+
+#: the plot's title in each hierarchy (engine.power shares a rank's background and refresh
+#: energy among its banks in the location view; the cause view keeps them as their own boxes)
+PLOT_TITLES = {
+    "location": "Energy: channel → rank → bank (core; rank-level energy shared among the "
+                "banks) and IO",
+    "cause": "Energy: cause → bank (refresh, background and IO as their own boxes)",
+}
 from gui import plot_export
 
 MODE_TITLES = {"location": "channel → rank → bank", "cause": "cause → bank"}
@@ -65,7 +73,7 @@ class EnergyView(QWidget):
         self.plot_widget = pg.PlotWidget()
         self.plot_widget.setObjectName("energyPlot")
         self.plot = self.plot_widget.getPlotItem()
-        self.plot.setTitle("Energy (core by bank; IO and rank-level energy as their own boxes)")
+        self.plot.setTitle(PLOT_TITLES[ET.MODES[0]])
         # boxes are in pJ; the axis shows J with an SI prefix (never "GpJ")
         self.plot.setLabel("bottom", "energy", units="J")
         self.plot.getAxis("bottom").setScale(1e-12)
@@ -114,6 +122,7 @@ class EnergyView(QWidget):
             self.root, self.boxes = None, []
             self.bars.setOpts(x0=[], y0=[], width=[], height=[], brushes=[])
             return
+        self.plot.setTitle(PLOT_TITLES.get(self.mode, ""))
         self.root = ET.build(self.mode, self.record.summary, self.record.per_bank)
         self.boxes = [b for b in ET.layout(self.root) if b.width > 0]
         total = self.root.value or 1.0

@@ -80,7 +80,8 @@ class GanttChart:
         self.units: list[dict[str, Any]] = []
         self.colours: list[str] = []
         self._layers: dict[str, dict[str, Any]] = {}
-        plot.setLabel("bottom", "accelerator cycles")
+        # (units: SI-prefixed ticks, "50 Mcycles", not "5e+07")
+        plot.setLabel("bottom", "accelerator time", units="cycles")
         plot.setMouseEnabled(x=True, y=False)
         plot.getAxis("left").setTicks([[(y, name) for name, y in ROW_Y.items()]])
         plot.setYRange(-0.6, 1.6, padding=0)

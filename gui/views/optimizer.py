@@ -265,7 +265,7 @@ class OptimizerView(QWidget):
         # short titles: a title's width is the plot's minimum width (the grid must fit half
         # of a 1280 px window)
         specs = (("loss", 0, 0, "Loss"), ("edp", 0, 1, "EDP (pJ·cycles)"),
-                 ("tau", 1, 0, "Temperature τ"), ("violation", 1, 1, "Violation"))
+                 ("tau", 1, 0, "Temperature τ (FADiff)"), ("violation", 1, 1, "Violation"))
         for key, r, c, title in specs:
             p = self.curve_widget.addPlot(row=r, col=c, title=title)
             p.setLabel("bottom", "evaluations")
@@ -291,7 +291,7 @@ class OptimizerView(QWidget):
         self.plots["gantt"] = g
         self.gantt = GanttChart(g)
         self.gantt.connect_hover()
-        d = tw.addPlot(row=1, col=0, title="DRAM time per layer (co-simulation)")
+        d = tw.addPlot(row=1, col=0, title="DRAM time per layer (co-simulation; red: stall)")
         d.getAxis("left").setTicks([[(y, name) for name, y in DRAM_ROWS.items()]])
         d.setYRange(-0.6, 2.6, padding=0)
         d.setMouseEnabled(x=True, y=False)
@@ -304,15 +304,15 @@ class OptimizerView(QWidget):
         for item in (*self.dram_bars.values(), self.stall_bars):
             d.addItem(item)
         self.plots["dram_time"] = d
-        h = tw.addPlot(row=2, col=0, title="Row-buffer hit rate per layer (engine)")
-        h.setYRange(0.0, 1.0)
+        h = tw.addPlot(row=2, col=0, title="Row-buffer hit rate per layer (engine, %)")
+        h.setYRange(0.0, 100.0)
         h.setMouseEnabled(x=True, y=False)
         self.curves["hit_rate"] = pg.PlotDataItem(pen=pg.mkPen("c", width=2))
         h.addItem(self.curves["hit_rate"])
         self.plots["hit_rate"] = h
         b = tw.addPlot(row=3, col=0, title="DRAM requests per bank (schedule issue time)")
         b.setLabel("left", "bank")
-        b.setLabel("bottom", "accelerator cycles")
+        b.setLabel("bottom", "accelerator time", units="cycles")
         b.getAxis("left").enableAutoSIPrefix(False)
         b.setYRange(0.0, 1.0, padding=0)
         self.bank_image = pg.ImageItem(axisOrder="row-major")      # image[bank, time bin]
@@ -886,7 +886,7 @@ class OptimizerView(QWidget):
         if n:
             edges = np.append(start, start[-1] + model[-1])
             hit = np.array([x["row_hit_rate"] for x in layers], dtype=np.float64)
-            self.curves["hit_rate"].setData(edges, hit, stepMode="center")
+            self.curves["hit_rate"].setData(edges, 100.0 * hit, stepMode="center")
         counts = np.asarray(payload["banks"]["counts"], dtype=np.float64)
         if counts.size:
             top = max(1.0, float(counts.max()))

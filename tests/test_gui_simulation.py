@@ -170,3 +170,15 @@ def test_heatmap_columns_lie_on_their_epochs() -> None:
     assert heatmap_width(np.array([5.0])) == 5.0
     assert heatmap_width(np.array([3.0, 10.0, 12.0])) == 12.0     # uneven: the run's end
     assert heatmap_width(np.array([])) == 1.0
+
+
+def test_the_heatmap_follows_the_epoch_plots_time_range(qtbot, view, monkeypatch) -> None:
+    """Zooming the hit-rate / bandwidth plots (the command timeline's link does) left the
+    bank heatmap on the whole run: it now shows the same time range."""
+    monkeypatch.setattr(view, "_show_error", lambda msg, det: None)
+    _setup(qtbot, view, DEMO)
+    with qtbot.waitSignal(view.run_finished, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    view.plots["bandwidth"].setXRange(2e-6, 12e-6, padding=0)
+    x0, x1 = view.plots["heatmap"].getViewBox().viewRange()[0]
+    assert (x0, x1) == pytest.approx((2e-6, 12e-6))

@@ -329,6 +329,9 @@ class SimulationView(QWidget):
         # the heatmap spans both columns, and pyqtgraph lines up overlapping linked views on
         # screen, so it keeps its own
         self.plots["hit_rate"].setXLink(self.plots["bandwidth"])
+        # ... but follows their time range by value (a zoom of the epoch plots, e.g. from the
+        # command timeline's link, left the heatmap on the whole run)
+        self.plots["bandwidth"].getViewBox().sigXRangeChanged.connect(self._heatmap_follows)
         self._tck = math.nan                # ns per cycle of the run on the plots
         self._set_empty_ranges()
 
@@ -693,6 +696,11 @@ class SimulationView(QWidget):
         if not math.isfinite(t):
             t = 1.0
         return np.asarray(cycles, dtype=np.float64) * (t * 1e-9)
+
+    def _heatmap_follows(self, vb: Any, _range: Any) -> None:
+        """The bank heatmap shows the epoch plots' time range."""
+        x0, x1 = vb.viewRange()[0]
+        self.plots["heatmap"].setXRange(x0, x1, padding=0)
 
     def _draw_epochs(self, end: np.ndarray, hit: np.ndarray, bw: np.ndarray,
                      util: np.ndarray) -> None:

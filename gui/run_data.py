@@ -26,7 +26,7 @@ KEY_FIGURES: tuple[tuple[str, str, str, bool], ...] = (
     ("row_hit_rate", "Row hits", "%", True),
     ("energy_pJ", "Energy (core + IO)", "pJ", True),
     ("io_energy_pJ", "of which IO", "pJ", True),
-    ("cycles", "Cycles", "cyc", False),
+    ("cycles", "Cycles (own clock)", "cyc", False),
 )
 
 

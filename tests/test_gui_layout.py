@@ -64,10 +64,12 @@ def test_comparison_table_and_list_share_a_splitter(window) -> None:
     assert sv.splitter.widget(0) is sv.plot_widget        # the plot grid beside the panel
 
 
-@pytest.mark.parametrize("size", [(1920, 1080), (1280, 800)])
+@pytest.mark.parametrize("size", [(1920, 1080), (1400, 900), (1280, 800)])
 def test_comparison_columns_are_not_cut(window, qtbot, tmp_path, size) -> None:
     """The demo's comparison (this run, hbm2 and its Δ %) shows every column whole at
-    1920x1080; at 1280x800 it takes at most COMPARE_MAX_SHARE of the tab (then scrolls)."""
+    1920x1080 and 1400x900 (there only "this run" showed: the cycles with their clock made
+    the columns wide); at 1280x800 it takes at most COMPARE_MAX_SHARE of the tab (then
+    scrolls)."""
     import shutil
     from pathlib import Path
 
@@ -93,7 +95,7 @@ def test_comparison_columns_are_not_cut(window, qtbot, tmp_path, size) -> None:
     assert t.item(time_row, 1).text() == "80.00 µs"               # what the user reads
     needed = sum(t.columnWidth(c) for c in range(t.columnCount()))
     total = sum(sv.splitter.sizes())
-    if size[0] >= 1920:
+    if size[0] >= 1400:
         assert t.viewport().width() >= needed, (t.viewport().width(), needed)
         assert not t.horizontalScrollBar().isVisible()
     assert sv.splitter.sizes()[1] <= sv.COMPARE_MAX_SHARE * total + 1

@@ -913,11 +913,16 @@ class SimulationView(QWidget):
                 elif unit == "%":
                     text = f"{value:.1f} %"
                 elif unit == "cyc":
+                    # (the clock in the tooltip: "112 277 cyc @ 1587 MHz" set the column's
+                    # width, and the Δ column went off the panel at 1400 px)
                     rec = col_run[c]
-                    text = U.fmt_cycles(value, tck_ns(rec) if rec is not None else None)
+                    text = U.fmt_cycles(value, None)
+                    tip = U.fmt_cycles(value, tck_ns(rec) if rec is not None else None)
                 else:
                     text = U.fmt(value, unit)
                 cell = QTableWidgetItem(text)
+                if unit == "cyc" and not diff:
+                    cell.setToolTip(tip)
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 t.setItem(r, c, cell)
         notes = clock_notes(self.record, self.overlays)
@@ -929,7 +934,7 @@ class SimulationView(QWidget):
     #: while the plots keep PLOTS_MIN_PX (beyond, the table scrolls); the user's own splitter
     #: position is never overridden
     COMPARE_MAX_SHARE = 0.42
-    PLOTS_MIN_PX = 760
+    PLOTS_MIN_PX = 700
 
     def compare_table_width(self) -> int:
         """Pixels the comparison table needs to show every column whole."""

@@ -120,7 +120,8 @@ class MainWindow(QMainWindow):
         self.add_view(self.timeline_view, "Command timeline")
         self.timeline_view.source = lambda: (self.simulation_view.chosen_config()[1],
                                              self.simulation_view.trace_edit.text().strip())
-        self.timeline_view.set_link_target(self.simulation_view.plots["bandwidth"])
+        self.timeline_view.set_link_target(self.simulation_view.plots["bandwidth"],
+                                           self.simulation_view.shows_memory)
         from gui.views.optimizer import OptimizerView   # pyqtgraph only; torch on first run
 
         self.optimizer_view = OptimizerView(self)

@@ -161,3 +161,26 @@ def test_a_reversed_window_is_refused_and_a_late_one_says_the_run_ended(qtbot, w
         assert tv.record(cfg, DEMO)
     assert "The run ends at 70.73 µs (every request done): nothing happens after it" in \
         tv.status_label.text()
+
+
+def test_a_recording_on_another_memory_does_not_zoom_the_shown_run(qtbot, window) -> None:
+    """A recording made on HBM2 zoomed the epoch plots of the DDR4 run shown to its window:
+    the link now follows only a recording on the shown run's memory, and says so."""
+    from engine.config import load_config
+    from gui.run_data import RunRecord
+    sv, tv = window.simulation_view, window.timeline_view
+    ddr4 = load_config("DDR4-3200")
+    sv.record = RunRecord.from_epochs("a DDR4 run", {"config": "DDR4-3200",
+                                                     "tCK_ns": ddr4.tCK}, [], [])
+    assert sv.shows_memory(ddr4) and not sv.shows_memory(load_config("HBM2"))
+    tv.link_check.setChecked(True)
+    tv.start_spin.setValue(0.0)
+    tv.end_spin.setValue(2.0)
+    with qtbot.waitSignal(tv.recorded, timeout=240_000):
+        assert tv.record(load_config("HBM2"), DEMO)
+    assert tv.linked_plot() is None
+    assert tv.status_label.text().endswith("Not linked to the epoch plots: they show a run on "
+                                           "another memory")
+    with qtbot.waitSignal(tv.recorded, timeout=240_000):
+        assert tv.record(ddr4, DEMO)
+    assert tv.linked_plot() is sv.plots["bandwidth"]

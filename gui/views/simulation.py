@@ -697,6 +697,16 @@ class SimulationView(QWidget):
             t = 1.0
         return np.asarray(cycles, dtype=np.float64) * (t * 1e-9)
 
+    def shows_memory(self, cfg: Any) -> bool:
+        """Whether the plots show a run on ``cfg``'s memory (its name and clock), or none."""
+        rec = self.record
+        if rec is None:
+            return True
+        if rec.summary.get("config") not in (None, cfg.name):
+            return False
+        tck = tck_ns(rec)
+        return not math.isfinite(tck) or abs(tck - float(cfg.tCK)) <= 1e-12
+
     def _heatmap_follows(self, vb: Any, _range: Any) -> None:
         """The bank heatmap shows the epoch plots' time range."""
         x0, x1 = vb.viewRange()[0]

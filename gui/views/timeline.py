@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -377,10 +377,14 @@ class TimelineView(QWidget):
         finally:
             self._syncing = False
 
-    def set_link_target(self, plot: pg.PlotItem) -> None:
+    def set_link_target(self, plot: pg.PlotItem,
+                        shows: Callable[[Any], bool] | None = None) -> None:
         """The epoch plot to follow while "Link time axis" is ticked (linked after each
-        recording, so the window's range is what both show)."""
+        recording, so the window's range is what both show); ``shows(cfg)``: whether that
+        plot shows a run on the recording's memory (a recording on HBM2 zoomed a DDR4 run's
+        plots to its window)."""
         self._link_target = plot
+        self._link_shows = shows
 
     # ---------------------------------------------------------------- recording
     def window_cycles(self, tck_ns: float) -> tuple[int, int]:
@@ -496,7 +500,13 @@ class TimelineView(QWidget):
             self.status_label.setText(self.status_label.text() + f". The run ends at {ends} "
                                       "(every request done): nothing happens after it")
         if self.link_check.isChecked() and self._link_target is not None:
-            self.link_x(self._link_target)          # the epoch plots zoom to the window
+            shows = getattr(self, "_link_shows", None)
+            if shows is None or shows(cfg):
+                self.link_x(self._link_target)      # the epoch plots zoom to the window
+            else:
+                self.link_x(None)
+                self.status_label.setText(self.status_label.text() + ". Not linked to the "
+                                          "epoch plots: they show a run on another memory")
         self.recorded.emit(n)
 
     def _on_failed(self, message: str, details: str) -> None:

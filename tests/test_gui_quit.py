@@ -59,32 +59,12 @@ def test_quit_during_a_simulation_is_prompt_and_leaves_no_child(qtbot, tmp_path,
     gc.collect()
 
 
-def test_ctrl_c_in_the_terminal_closes_the_window(qtbot) -> None:
+@pytest.mark.parametrize("user_keeps_it", [False, True])
+def test_ctrl_c_in_the_terminal_closes_the_window(qtbot, user_keeps_it: bool) -> None:
     """A Ctrl-C of `python main.py` printed a KeyboardInterrupt traceback from a Qt timer
     and the window went on (it needed SIGKILL): it now closes the window as its close button
-    does (an unsaved project is asked about), and main() returns 130."""
-    import os
-    import signal
-
-    from PySide6.QtWidgets import QMainWindow
-
-    from gui.app import _close_on_ctrl_c
-    before = signal.getsignal(signal.SIGINT)
-    w = QMainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    try:
-        interrupted = _close_on_ctrl_c(w)
-        os.kill(os.getpid(), signal.SIGINT)
-        qtbot.waitUntil(lambda: not w.isVisible(), timeout=5000)
-        assert interrupted.is_set()
-    finally:
-        signal.signal(signal.SIGINT, before)
-
-
-def test_a_ctrl_c_whose_close_the_user_refuses_is_forgotten(qtbot) -> None:
-    """The user keeps the window (an unsaved project's question): the Ctrl-C is not counted,
-    so a later normal quit is not reported as interrupted."""
+    does, and main() returns 130. When the user keeps the window (an unsaved project's
+    question), the Ctrl-C is forgotten: a later normal quit is not reported as interrupted."""
     import os
     import signal
 
@@ -92,17 +72,24 @@ def test_a_ctrl_c_whose_close_the_user_refuses_is_forgotten(qtbot) -> None:
 
     from gui.app import _close_on_ctrl_c
 
-    class Keeps(QMainWindow):
+    class Window(QMainWindow):
         def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
-            event.ignore()
+            if user_keeps_it:
+                event.ignore()
+            else:
+                super().closeEvent(event)
     before = signal.getsignal(signal.SIGINT)
-    w = Keeps()
+    w = Window()
     qtbot.addWidget(w)
     w.show()
     try:
         interrupted = _close_on_ctrl_c(w)
         os.kill(os.getpid(), signal.SIGINT)
-        qtbot.wait(500)
-        assert w.isVisible() and not interrupted.is_set()
+        if user_keeps_it:
+            qtbot.wait(500)
+            assert w.isVisible() and not interrupted.is_set()
+        else:
+            qtbot.waitUntil(lambda: not w.isVisible(), timeout=5000)
+            assert interrupted.is_set()
     finally:
         signal.signal(signal.SIGINT, before)

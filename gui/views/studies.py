@@ -235,7 +235,7 @@ class StudiesView(QWidget):
         self.plot_widget = pg.PlotWidget()
         self.plot_widget.setObjectName("studyPlot")
         self.plot = self.plot_widget.getPlotItem()
-        self.plot.setTitle("Points (ok)")
+        self.plot.setTitle("Finished points (the metric chosen above)")
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.7, brush="#4c9be8")
         self.plot.addItem(self.bars)

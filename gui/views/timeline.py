@@ -83,7 +83,10 @@ class TimelineView(QWidget):
         self.link_check.toggled.connect(lambda on: self.link_x(self._link_target if on
                                                                else None))
         self._link_target: Any = None
-        self.status_label = QLabel("Choose a window and press Record commands")
+        self.status_label = QLabel("Choose a window and press Record commands: the run set up "
+                                   "in the Simulation tab (its memory and trace) is simulated "
+                                   "to the window's end and its commands drawn, one lane per "
+                                   "bank")
         self.status_label.setObjectName("timelineStatus")
         self.hover_label = QLabel("")
         self.hover_label.setObjectName("timelineHover")
@@ -120,6 +123,7 @@ class TimelineView(QWidget):
             self.marks[name] = item
         self.plot.setXRange(0.0, 1e-6, padding=0)
         self.plot.setYRange(-0.5, 0.5, padding=0)
+        self.plot.getAxis("left").setTicks([[]])    # no lanes before a recording
         self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
 
         row = QHBoxLayout()

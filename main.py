@@ -1066,8 +1066,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model size: the published configuration, or a tiny one for tests")
     p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
     p.add_argument("--sample", type=float, metavar="F",
-                   help="expand only this fraction of the operators (windows chosen "
-                        "deterministically from --seed); totals are extrapolated")
+                   help="keep only this fraction of the step's request stream (stratified "
+                        "windows, chosen deterministically from --seed); totals are "
+                        "extrapolated")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the sampled windows")
     p.add_argument("--cache-mib", type=_cache_mib, default=40.0, metavar="MIB",
                    help="on-chip cache in front of DRAM, MiB (default 40, an A100 L2; 0: none)")

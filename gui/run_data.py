@@ -17,8 +17,8 @@ import numpy as np
 
 #: Key figures of the comparison table: (key, label, unit of the value, comparable across
 #: clocks).  Times are in ns (cycles x that run's tCK), energy is core + IO in pJ: runs on
-#: memories with different clocks compare in time, never in cycles.  "cycles" is listed with
-#: its clock and gets no difference in % when the clocks differ.
+#: memories with different clocks compare in time, never in cycles.  "cycles" is each run's
+#: own (its clock in the view's tooltip) and gets no difference in % when the clocks differ.
 KEY_FIGURES: tuple[tuple[str, str, str, bool], ...] = (
     ("time_ns", "Time", "ns", True),
     ("read_latency_ns", "Read latency", "ns", True),

@@ -241,6 +241,7 @@ class StudiesView(QWidget):
         self.plot.addItem(self.bars)
         self.plot.setXRange(-0.5, 0.5)
         self.plot.setYRange(0.0, 1.0)
+        self.plot.getAxis("bottom").setTicks([[]])      # no point before a run
         plot_box = QWidget()
         plot_lay = QVBoxLayout(plot_box)
         plot_lay.setContentsMargins(0, 0, 0, 0)

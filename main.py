@@ -456,8 +456,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         if new_project:
             from projects.store import Project
             for t in setup.traces:       # (the study resolves them: a missing one, first)
-                if not Path(t.path).expanduser().is_file():
-                    raise StudyError(f"trace '{t.label}': {t.path}: no such file")
+                t.file()
             project = Project.create(args.project)
             print(f"created the project {project.path}")
 
@@ -609,19 +608,20 @@ def cmd_project(args: argparse.Namespace) -> int:
                 n = sum(len(c) for c in src.iter_chunks())
                 where = "embedded" if src.embedded else str(src.path)
                 recorded = p.trace_info(name)["summary"].get("requests")
-                if not src.embedded and recorded is not None and not (
-                        isinstance(recorded, int) and not isinstance(recorded, bool)):
-                    bad += 1
-                    print(f"  trace {name}: error: its recorded request count {recorded!r} "
-                          "is not a whole number (damaged project)", file=sys.stderr)
-                    continue
-                if not src.embedded and recorded is not None and recorded != n:
+                wrong = ""
+                if src.embedded or recorded is None:
+                    pass
+                elif not isinstance(recorded, int) or isinstance(recorded, bool):
+                    wrong = (f"its recorded request count {recorded!r} is not a whole number "
+                             "(damaged project)")
+                elif recorded != n:
                     # (replaced or cut since it was added: the stored runs are of another file)
+                    wrong = (f"{where} now holds {n} requests, the project recorded "
+                             f"{recorded} when it was added: the file was replaced or changed "
+                             "since, and the project's runs of it are not of this file")
+                if wrong:
                     bad += 1
-                    print(f"  trace {name}: error: {where} now holds {n} requests, the "
-                          f"project recorded {recorded} when it was added: the file was "
-                          "replaced or changed since, and the project's runs of it are not "
-                          "of this file", file=sys.stderr)
+                    print(f"  trace {name}: error: {wrong}", file=sys.stderr)
                     continue
                 print(f"  trace {name}: {n} requests ({where})")
             except DiffMemError as exc:

@@ -107,10 +107,11 @@ def _has_requests(traces: Sequence[str | Path]) -> bool:
     for t in traces:
         chunks = iter_trace(t, chunk_size=16)
         try:
-            if any(len(ch) for ch in (next(chunks, None),) if ch is not None):
-                return True
+            first = next(chunks, None)
         finally:
-            getattr(chunks, "close", lambda: None)()
+            getattr(chunks, "close", lambda: None)()   # (iter_trace may return any iterator)
+        if first is not None and len(first):
+            return True
     return False
 
 

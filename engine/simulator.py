@@ -2120,11 +2120,7 @@ class _Cut:
     def __next__(self):
         if self._stop is not None and self._stop():
             # (cut only if the trace had more: a stop after its last chunk leaves it whole)
-            try:
-                next(self._chunks)
-            except StopIteration:
-                raise StopIteration from None
-            self.cut = True
+            self.cut = next(self._chunks, None) is not None
             self.close()
             raise StopIteration
         ch = next(self._chunks)

@@ -633,62 +633,61 @@ def run(config: str | os.PathLike[str] | RamulatorConfig, trace: str | os.PathLi
         i = 0
         clk = 0
         try:
-            try:
-                while True:
-                    accepted = False
-                    if (i % mult) % M == 0:
+            while True:
+                accepted = False
+                if (i % mult) % M == 0:
+                    addr = int(tr.addr[pos])
+                    kind = WRITE if tr.is_write[pos] else READ
+                    av = apply(addr)
+                    ctl = ctrls[av[0]]
+                    if ctl.send(_Req(addr, av, kind, ctl.final[kind], nodes=dev.nodes(av))):
+                        accepted = True
+                        if kind == READ:
+                            stats.num_reads_accepted += 1
+                        else:
+                            stats.num_writes_accepted += 1
+                        pos += 1
+                if pos >= n:
+                    break
+                if (i % mult) % F == 0:
+                    changed = dev.tick()
+                    clk += 1
+                    for ctl in ctrls:
+                        changed |= ctl.tick()
+                    if not changed and not accepted and F == 1:
+                        # skip ticks in which nothing can happen: the next command-ready cycle,
+                        # refresh, state change or accepted offer; still serve one read a tick
+                        nxt = min(c.next_event() for c in ctrls)
                         addr = int(tr.addr[pos])
                         kind = WRITE if tr.is_write[pos] else READ
-                        av = apply(addr)
-                        ctl = ctrls[av[0]]
-                        if ctl.send(_Req(addr, av, kind, ctl.final[kind], nodes=dev.nodes(av))):
-                            accepted = True
-                            if kind == READ:
-                                stats.num_reads_accepted += 1
-                            else:
-                                stats.num_writes_accepted += 1
-                            pos += 1
-                    if pos >= n:
-                        break
-                    if (i % mult) % F == 0:
-                        changed = dev.tick()
-                        clk += 1
-                        for ctl in ctrls:
-                            changed |= ctl.tick()
-                        if not changed and not accepted and F == 1:
-                            # skip ticks in which nothing can happen: the next command-ready cycle,
-                            # refresh, state change or accepted offer; still serve one read a tick
-                            nxt = min(c.next_event() for c in ctrls)
-                            addr = int(tr.addr[pos])
-                            kind = WRITE if tr.is_write[pos] else READ
-                            if ctrls[apply(addr)[0]].can_accept(kind, addr):
-                                nxt = min(nxt, clk + 1 + (-(i + 1)) % M)
-                            blocked = not ctrls[apply(addr)[0]].can_accept(kind, addr)
-                            while clk + 1 < nxt:
-                                if blocked and not any(c.pending for c in ctrls):
-                                    # nothing to serve and the offer is refused until a command
-                                    # issues: jump (a deadlocked LPDDR5 channel waits here)
-                                    d = nxt - 1 - clk
-                                    i += d
-                                    dev.clk += d
-                                    clk += d
-                                    for ctl in ctrls:
-                                        ctl.clk += d
-                                    break
-                                # iteration i+1 at memory clock clk+1: a tick with no command
-                                i += 1
-                                if (i % mult) % M == 0 and \
-                                        ctrls[apply(addr)[0]].can_accept(kind, addr):
-                                    i -= 1
-                                    break
-                                dev.clk += 1
-                                clk += 1
+                        if ctrls[apply(addr)[0]].can_accept(kind, addr):
+                            nxt = min(nxt, clk + 1 + (-(i + 1)) % M)
+                        blocked = not ctrls[apply(addr)[0]].can_accept(kind, addr)
+                        while clk + 1 < nxt:
+                            if blocked and not any(c.pending for c in ctrls):
+                                # nothing to serve and the offer is refused until a command
+                                # issues: jump (a deadlocked LPDDR5 channel waits here)
+                                d = nxt - 1 - clk
+                                i += d
+                                dev.clk += d
+                                clk += d
                                 for ctl in ctrls:
-                                    ctl.clk += 1
-                                    ctl._serve()
-                    i += 1
-            except RamulatorAbort as exc:
-                abort = exc
+                                    ctl.clk += d
+                                break
+                            # iteration i+1 at memory clock clk+1: a tick with no command
+                            i += 1
+                            if (i % mult) % M == 0 and \
+                                    ctrls[apply(addr)[0]].can_accept(kind, addr):
+                                i -= 1
+                                break
+                            dev.clk += 1
+                            clk += 1
+                            for ctl in ctrls:
+                                ctl.clk += 1
+                                ctl._serve()
+                i += 1
+        except RamulatorAbort as exc:
+            abort = exc
         finally:
             for f in logs:
                 if f is not None:

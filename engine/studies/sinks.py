@@ -178,14 +178,13 @@ class ResultsFolder:
     def add(self, record: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         line = json.dumps(record, default=json_default, separators=(",", ":")) + "\n"
-        with self.results_path.open("ab") as f:
+        with self.results_path.open("a+b") as f:
             # a record cut short by a kill during its append has no line end: this one starts
             # on a line of its own (else the two made one unreadable line and both were lost)
-            if f.tell() > 0:
-                with self.results_path.open("rb") as r:
-                    r.seek(-1, os.SEEK_END)
-                    if r.read(1) != b"\n":
-                        f.write(b"\n")
+            if f.seek(0, os.SEEK_END) > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
             f.write(line.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())

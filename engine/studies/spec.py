@@ -73,13 +73,18 @@ class TraceInput:
     #: model configuration, dtype, kernels ...): traces compared with each other must agree
     made_with: dict[str, Any] | None = None
 
-    def resolved(self) -> TraceInput:
-        """This input with an absolute path, a kind and the file's digest; checks the file."""
+    def file(self) -> Path:
+        """The trace file's absolute path; a StudyError when it is missing or a folder."""
         p = Path(self.path).expanduser().absolute()
         if not p.is_file():
             raise StudyError(f"trace '{self.label}': {p}: "
                              + ("a folder, expected a trace file" if p.is_dir()
                                 else "no such file"))
+        return p
+
+    def resolved(self) -> TraceInput:
+        """This input with an absolute path, a kind and the file's digest; checks the file."""
+        p = self.file()
         meta = trace_metadata(p, self.group)
         batch = self.batch if self.batch is not None else meta.get("batch")
         flops = self.flops if self.flops is not None else meta.get("flops")

@@ -647,27 +647,19 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         if sampled:
             scale = np.where(sampled_by_phase > 0,
                              issued_by_phase / np.maximum(sampled_by_phase, 1), 0.0)
-            est = _bytes_table(stats.dram - stats.flushed, scale)
-            flushed = _bytes_table(stats.flushed)
-            for key in ("by_phase", "by_role"):
-                for k, v in est[key].items():
-                    for d in ("read", "write"):
-                        v[d] += flushed[key][k][d]
-            est["read"] += flushed["read"]
-            est["write"] += flushed["write"]
             strat = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
                                 stats.flushed.sum(axis=1), floor, conv_x, conv_y,
                                 writes_by_all_lines=cache.enabled)
             windows_only = _stratified(win, win_x, win_y, issued, stratum_of, len(PATTERNS),
                                        stats.flushed.sum(axis=1), floor,
                                        writes_by_all_lines=cache.enabled)
-            for i, p in enumerate(PHASES):
-                for j, d in enumerate(("read", "write")):
-                    est["by_phase"][p][d] = float(strat["bytes"][i, j])
-            est["read"] = float(strat["bytes"][:, 0].sum())
-            est["write"] = float(strat["bytes"][:, 1].sum())
-            est["by_role"] = _roles_within_phases(strat["bytes"], stats.dram - stats.flushed,
-                                                  stats.flushed, scale)
+            est = {"read": float(strat["bytes"][:, 0].sum()),
+                   "write": float(strat["bytes"][:, 1].sum()),
+                   "by_phase": {p: {d: float(strat["bytes"][i, j])
+                                    for j, d in enumerate(("read", "write"))}
+                                for i, p in enumerate(PHASES)},
+                   "by_role": _roles_within_phases(strat["bytes"], stats.dram - stats.flushed,
+                                                   stats.flushed, scale)}
             summary["extrapolated"] = {
                 "dram_bytes": est,
                 "requests": (est["read"] + est["write"]) / LINE_BYTES,

@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 THEMES = ("dark", "light")
+#: text colours of a message beside a form or figures, in either theme: an error, and a note
+#: or warning (valid, but what the user should know: engine.config_physics, a comparison's)
+ERROR_STYLE = "color: #b00020;"
+NOTE_STYLE = "color: #a15c00;"
 DEFAULT_THEME = "dark"
 DEFAULT_EXPORT_THEME = "light"          # "light", "dark" or "shown"
 CURRENT = [DEFAULT_THEME]               # the theme the window shows now

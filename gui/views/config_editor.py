@@ -27,11 +27,10 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleS
 from engine.config import (PARAM_BY_NAME, PARAMETERS, SECTIONS, MemoryConfig, ParamSpec,
                            dump_ini, list_presets, load_config, load_ini, save_preset)
 from engine.errors import ConfigError
+from gui.theme import ERROR_STYLE, NOTE_STYLE
 
 COLUMNS = ("Parameter", "Value", "Unit", "Description")
 ERROR_COLOR = QColor("#f4b4b4")
-ERROR_STYLE = "color: #b00020;"
-WARNING_STYLE = "color: #a15c00;"      # valid, but unusual (engine.config_physics)
 INI_FILTER = "DRAMsim3 configuration (*.ini);;All files (*)"
 TOML_FILTER = "DiffMem preset (*.toml);;All files (*)"
 PRESET_PLACEHOLDER = "(choose a preset)"
@@ -402,7 +401,7 @@ class ConfigEditor(QWidget):
         self._highlight(None)
         # valid, but what no device has (tRCD = 0 simulated without a word): said, not refused
         warnings = cfg.warnings
-        self.error_label.setStyleSheet(WARNING_STYLE if warnings else ERROR_STYLE)
+        self.error_label.setStyleSheet(NOTE_STYLE if warnings else ERROR_STYLE)
         self.error_label.setText("\n".join(f"Warning: {w}" for w in warnings))
         for key, text in _derived_texts(cfg).items():
             self.derived_labels[key].setText(text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormL
 
 from gui import plot_export
 from gui import units as U
+from gui.theme import NOTE_STYLE
 from gui.project_lists import preset_names, project_names
 from gui.run_data import (KEY_FIGURES, RunRecord, clock_notes, key_figures,
                           percent_difference, tck_ns)
@@ -55,6 +56,24 @@ def peak_bandwidth_GBps(cfg: Any) -> float:
         return float(cfg.peak_bandwidth_GBps)
     except Exception:  # noqa: BLE001 - an odd config: no peak line
         return math.nan
+
+
+def note_label(name: str) -> QLabel:
+    """A line for what the view must say beside its figures (amber, wrapped, selectable),
+    hidden while it has nothing to say (:func:`show_notes`)."""
+    label = QLabel("")
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.setStyleSheet(NOTE_STYLE)
+    label.hide()
+    return label
+
+
+def show_notes(label: QLabel, notes: Sequence[str]) -> None:
+    """Show ``notes`` one a line in ``label``, or hide it when there are none."""
+    label.setText("\n".join(notes))
+    label.setVisible(bool(notes))
 
 
 def heatmap_width(ends: np.ndarray) -> float:
@@ -207,12 +226,7 @@ class SimulationView(QWidget):
         self.status_label.setWordWrap(True)
         # what the trace says against the memory (a generated trace placed for another
         # memory): shown from the run's start until the next run
-        self.notes_label = QLabel("")
-        self.notes_label.setObjectName("notesLabel")
-        self.notes_label.setWordWrap(True)
-        self.notes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.notes_label.setStyleSheet("color: #a15c00;")
-        self.notes_label.hide()
+        self.notes_label = note_label("notesLabel")
 
         trace_row = QHBoxLayout()
         trace_row.addWidget(self.trace_edit, 1)
@@ -426,11 +440,7 @@ class SimulationView(QWidget):
         self.compare_splitter.setSizes([150, 300])
         lay.addWidget(self.compare_splitter, 1)
         # what the table cannot say in a cell (runs fed at other paces: run_data.clock_notes)
-        self.compare_note = QLabel("")
-        self.compare_note.setObjectName("compareNote")
-        self.compare_note.setWordWrap(True)
-        self.compare_note.setStyleSheet("color: #a15c00;")
-        self.compare_note.hide()
+        self.compare_note = note_label("compareNote")
         lay.addWidget(self.compare_note)
         self.compare_box = box
         self.splitter.addWidget(box)
@@ -590,8 +600,7 @@ class SimulationView(QWidget):
     # ---------------------------------------------------------------- worker signals
     def _on_notes(self, notes: list) -> None:
         """Show (or, with none, hide) what the run's traces say against its memory."""
-        self.notes_label.setText("\n".join("Note: " + n for n in notes))
-        self.notes_label.setVisible(bool(notes))
+        show_notes(self.notes_label, ["Note: " + n for n in notes])
 
     def _on_epochs(self, records: list) -> None:
         self._pending.extend(records)      # drawn by the timer
@@ -935,9 +944,7 @@ class SimulationView(QWidget):
                     cell.setToolTip(tip)
                 cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 t.setItem(r, c, cell)
-        notes = clock_notes(self.record, self.overlays)
-        self.compare_note.setText("\n".join(notes))
-        self.compare_note.setVisible(bool(notes))
+        show_notes(self.compare_note, clock_notes(self.record, self.overlays))
         self._fit_compare_width()
 
     #: the comparison may take at most this share of the tab's width by itself, and only

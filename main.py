@@ -249,9 +249,13 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
 def cmd_convert_trace(args: argparse.Namespace) -> int:
     _outputs_first(args, [("source trace", args.src)], dst="converted trace")
     from engine.trace import convert
+    from engine.workloads.retarget import plain_request_fit, plain_request_note
 
-    n = convert(args.src, args.dst)
+    fit = plain_request_fit(args.src)
+    n = convert(args.src, args.dst, fit=fit[:2] if fit else None)
     print(f"converted {n} requests: {args.src} -> {args.dst}")
+    if fit:
+        print(f"  {plain_request_note(fit, n)}")
     return 0
 
 
@@ -277,7 +281,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
                      pages=args.pages, placement_seed=args.placement_seed,
                      fold_addresses=args.fold_addresses, address_hash=args.address_hash,
                      order=args.order, optimizer=args.optimizer,
-                     attention=args.attention)
+                     attention=args.attention, l2_start=args.l2_start)
     due = _progress_due()
 
     def progress(done: int, total: int) -> None:
@@ -297,9 +301,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(f"summary written to {args.summary}")
     if args.text is not None:
         from engine.trace import convert
+        from engine.workloads.retarget import plain_request_fit, plain_request_note
 
-        n = convert(args.out, args.text)
+        fit = plain_request_fit(args.out)
+        n = convert(args.out, args.text, fit=fit[:2] if fit else None)
         print(f"DRAMsim3 text trace written to {args.text} ({n} requests)")
+        if fit:
+            print(f"  {plain_request_note(fit, n)}")
     return 0
 
 
@@ -1064,7 +1072,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="image side in pixels (image workloads; default: the paper's)")
     p.add_argument("--size", default="paper", choices=("paper", "tiny"),
                    help="model size: the published configuration, or a tiny one for tests")
-    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
+                   help="the step's one dtype: parameters, gradients, activations and AdamW's "
+                        "moments all in it (a pure bf16/fp16 step, not mixed precision with "
+                        "fp32 master weights)")
     p.add_argument("--sample", type=float, metavar="F",
                    help="keep only this fraction of the step's request stream (stratified "
                         "windows, chosen deterministically from --seed); totals are "
@@ -1074,6 +1085,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="on-chip cache in front of DRAM, MiB (default 40, an A100 L2; 0: none)")
     p.add_argument("--memory", default="HBM2", metavar="PRESET",
                    help="memory config giving the clock and capacity (default HBM2)")
+    p.add_argument("--l2-start", default="steady", choices=("steady", "cold"),
+                   help="the on-chip cache at the step's start: steady (default: as the "
+                        "previous, identical training step left it; its dirty lines are "
+                        "written back when this step evicts them, and none at the end) or "
+                        "cold (empty, and every dirty line written back at the step's end)")
     p.add_argument("--pages", default="random", choices=("random", "identity"),
                    help="virtual to physical placement: 2 MiB frames drawn by a seeded "
                         "permutation (default), or the allocator's addresses unchanged")

@@ -59,7 +59,7 @@ def _row(s: dict, cpu: float, **extra) -> dict:
             "converged_share_by_phase": e.get("converged_share_by_phase") if e else None,
             "floored": e["floored"] if e else None,
             "floor_bytes_by_phase": s["floor_bytes_by_phase"],
-            "analytic_floor_bytes": s["analytic_floor_bytes"],
+            "floor_without_l2_bytes": s["floor_without_l2_bytes"],
             "l2_hit_rate": s["l2_hit_rate"], "total_bytes": (
                 (e or s)["dram_bytes"]["read"] + (e or s)["dram_bytes"]["write"]),
             "operators_expanded": s["operators_expanded"], "operators": s["operators"]}

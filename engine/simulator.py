@@ -33,6 +33,7 @@ from engine.api_checks import (MAX_CYCLE, SimulatorInputError, check_feed, check
                                check_span)
 from engine.errors import ConfigError, DiffMemError, SimulationCancelled, SimulationError
 from engine.timing import COMMAND_NAMES, NCMD, build_tables, folding_is_exact
+from engine.trace import COALESCE_WINDOW
 
 if TYPE_CHECKING:
     from engine.stats import Stats
@@ -102,6 +103,9 @@ class SimOptions:
                                          # memory's request size (trace.to_request_size);
                                          # "auto": a generated trace's (64), else None; None:
                                          # one trace line, one request (DRAMsim3)
+    coalesce_window: int = COALESCE_WINDOW   # ... merged into a larger request when a line
+                                         # of its block came at most this many lines
+                                         # earlier (1: consecutive lines only)
     intake: str = "dramsim3"             # front end: "dramsim3" (one request a cycle for the
                                          # whole system) or "per-channel" (one per channel)
     threads: int = 1                     # simulate_trace: channels in this many threads
@@ -2033,7 +2037,8 @@ def trace_line_bytes(paths: Sequence[str | Path], group: str = "trace") -> int |
 
 
 def fitted_requests(cfg, chunks: Iterable, paths: Sequence[str | Path],
-                    line_bytes: int | str | None, group: str = "trace") -> Iterator:
+                    line_bytes: int | str | None, group: str = "trace",
+                    window: int = COALESCE_WINDOW) -> Iterator:
     """The chunks as the memory's requests (SimOptions.line_bytes; "auto": the traces'
     own, trace_line_bytes): a generated trace's 64-byte lines merged into GDDR6's 256-byte
     requests (replayed one a line, each moved 256 bytes: 4x the step's traffic), split into
@@ -2045,7 +2050,7 @@ def fitted_requests(cfg, chunks: Iterable, paths: Sequence[str | Path],
     log.info("%s: %d-byte lines %s %s's %d-byte requests", ", ".join(map(str, paths)), lines,
              "merged into" if lines < cfg.request_size_bytes else "split into", cfg.name,
              cfg.request_size_bytes)
-    return iter(to_request_size(chunks, int(lines), int(cfg.request_size_bytes)))
+    return iter(to_request_size(chunks, int(lines), int(cfg.request_size_bytes), window))
 
 
 def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
@@ -2071,7 +2076,8 @@ def simulate_trace(cfg, traces: Sequence[str | Path] | str | Path,
                               group=group)
         return iter_merged(paths, chunk_size=options.chunk_size, capacity_bytes=cap,
                            group=group)
-    chunks = _Cut(fitted_requests(cfg, open_chunks(), paths, options.line_bytes, group),
+    chunks = _Cut(fitted_requests(cfg, open_chunks(), paths, options.line_bytes, group,
+                                  options.coalesce_window),
                   stop)
     try:
         return _simulate_chunks(cfg, chunks, options, progress, cancel)

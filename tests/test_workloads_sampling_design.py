@@ -127,5 +127,9 @@ def test_longer_warm_up_keeps_the_window_counts() -> None:
     cache_lines = 40 * 2 ** 20 // 64
     for stream, sample in ((19_224_860, 0.05), (134_000_000, 0.01), (3_000_000_000, 0.01),
                            (3_000_000_000, 0.001)):
-        assert gen.auto_windows(stream, sample, cache_lines) == before(stream, sample,
-                                                                       cache_lines)
+        # (and no window shorter than MIN_WINDOW_LINES: each edge cuts the row locality)
+        assert gen.auto_windows(stream, sample, cache_lines) == min(
+            before(stream, sample, cache_lines), stream // gen.MIN_WINDOW_LINES)
+    # a small step: 5-line windows before, now windows of MIN_WINDOW_LINES
+    assert gen.auto_windows(519_894, 0.1, cache_lines) == 519_894 // gen.MIN_WINDOW_LINES
+    assert gen.auto_windows(1000, 0.1, cache_lines) == 1

@@ -122,7 +122,7 @@ def _simulate_saturated(cfg: Any, path: str, options: Any, group: str) -> Any:
         for ch in fitted_requests(cfg, iter_trace(path, chunk_size=options.chunk_size,
                                                   capacity_bytes=cfg.capacity_bytes,
                                                   group=group),
-                                  [path], options.line_bytes, group):
+                                  [path], options.line_bytes, group, options.coalesce_window):
             sim.feed(ch.addr, ch.is_write, np.zeros_like(ch.cycle), ch.stream)
             if sim.finished:
                 break

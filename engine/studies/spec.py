@@ -150,7 +150,7 @@ class TraceInput:
 #: DRAM traffic beside the batch: traces of one model compared across batch sizes must share
 #: them (the memory is not here: a study re-places each trace for its memory)
 TRACE_SETTINGS = ("workload", "model_config", "dtype", "cache_bytes", "cache_ways",
-                  "cache_line_bytes", "optimizer", "attention", "order")
+                  "cache_line_bytes", "optimizer", "attention", "order", "l2_start")
 
 
 def differing_settings(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[str]:

@@ -186,6 +186,34 @@ class CacheFilter:
                     self.last_outcome)
         return Filtered(out_l[:k], out_w[:k], out_r[:k], out_p[:k], out_o[:k], out_s[:k])
 
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The cache's contents in recency order: per set, the ways sorted from the most
+        recently used, as (tag, valid sectors, dirty sectors) arrays [sets, ways] (tag -1:
+        an empty way).  Two snapshots are equal when the caches hold the same lines with the
+        same sectors valid and dirty and would evict them in the same order."""
+        order = np.argsort(-self.stamp, axis=1, kind="stable")
+        tags = np.take_along_axis(self.tags, order, axis=1)
+        empty = tags < 0
+        valid = np.where(empty, 0, np.take_along_axis(self.valid, order, axis=1))
+        dirty = np.where(empty, 0, np.take_along_axis(self.dirty, order, axis=1))
+        # empty ways last, whatever their stamps
+        key = np.argsort(empty, axis=1, kind="stable")
+        return (np.take_along_axis(tags, key, axis=1), np.take_along_axis(valid, key, axis=1),
+                np.take_along_axis(dirty, key, axis=1))
+
+    def lines_differing(self, before: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+        """Lines (ways) whose tag, valid or dirty sectors or recency rank differ between
+        the snapshot ``before`` and the cache now (0: the same state)."""
+        now = self.snapshot()
+        differ = np.zeros(now[0].shape, np.bool_)
+        for a, b in zip(now, before):
+            differ |= a != b
+        return int(np.count_nonzero(differ & ((now[0] >= 0) | (before[0] >= 0))))
+
+    def resident_lines(self) -> int:
+        """Lines the cache holds now."""
+        return int(np.count_nonzero(self.tags >= 0)) if self.enabled else 0
+
     def flush(self, phase: int, op: int) -> Filtered:
         """Write back every dirty sector, least recently used line first (the order in which
         further traffic would evict them), tagged ``phase`` and ``op``; empty the cache."""

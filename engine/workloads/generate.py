@@ -64,6 +64,14 @@ Progress = Callable[[int, int], None]
 
 #: AdamW implementations a trace can model (TraceSpec.optimizer; docs/workloads.md)
 OPTIMIZERS = ("foreach", "fused", "single")
+#: The L2 at the traced step's start (TraceSpec.l2_start).  "steady": a training loop's step
+#: between identical steps -- the cache holds what the previous step left (the step's own
+#: last ``WARMUP_FACTOR`` x capacity issued lines run through it first, not written), its
+#: dirty lines reach DRAM when this step evicts them, and the dirty lines this step leaves
+#: are the next step's write-backs (none at the step's end).  "cold": an empty cache at the
+#: start and every dirty line written back at the end (least recently used first), all at
+#: the step's last cycle: a first step, or the step followed by something else.
+L2_STARTS = ("steady", "cold")
 
 
 @dataclass
@@ -99,6 +107,10 @@ class TraceSpec:
                                              # bmm-softmax-bmm, score matrix in memory) or
                                              # "flash" (fused memory-efficient SDPA kernel,
                                              # no score matrix; docs/workloads.md)
+    l2_start: str = "steady"                 # the L2 at the step's start: "steady" (as the
+                                             # previous, identical step left it; no
+                                             # end-of-step write-back) or "cold" (empty, and
+                                             # written back at the step's end: L2_STARTS)
     census_phases: tuple[str, ...] = ("optimizer",)   # sampled mode: phases whose whole
                                              # stream runs through the cache model (counted as
                                              # measured, not extrapolated; requests outside the
@@ -118,6 +130,12 @@ class TraceSpec:
                                "or None")
         if self.cache_bytes < 0:
             raise DiffMemError(f"cache size {self.cache_bytes}: expected >= 0 bytes")
+        if 0 < self.cache_bytes < self.cache_line_bytes * self.cache_ways:
+            raise DiffMemError(
+                f"cache size {self.cache_bytes} bytes: less than one set of "
+                f"{self.cache_ways} ways of {self.cache_line_bytes} B lines "
+                f"({self.cache_line_bytes * self.cache_ways} bytes); expected 0 (no cache) or "
+                "at least that")
         if self.optimizer not in OPTIMIZERS:
             raise DiffMemError(f"optimizer {self.optimizer!r}: expected one of "
                                f"{', '.join(OPTIMIZERS)}")
@@ -125,6 +143,9 @@ class TraceSpec:
         if self.attention not in ATTENTION_KERNELS:
             raise DiffMemError(f"attention {self.attention!r}: expected one of "
                                f"{', '.join(ATTENTION_KERNELS)}")
+        if self.l2_start not in L2_STARTS:
+            raise DiffMemError(f"L2 start {self.l2_start!r}: expected one of "
+                               f"{', '.join(L2_STARTS)}")
         if self.order not in ("gpu", "sequential"):
             raise DiffMemError(f"order {self.order!r}: expected 'gpu' or 'sequential'")
         if self.pages not in ("random", "identity"):
@@ -147,6 +168,11 @@ MAX_WINDOWS = 100_000
 #: the operators the windows touch)
 WARMUP_BUDGET_FACTOR = 8
 WARMUP_BUDGET_LINES = 100_000_000
+#: auto_windows: a window is at least this many issued lines (128 KiB): a sampled trace is
+#: simulated as it is, and each window's edge cuts the stream's row locality (100,000
+#: windows of 5 lines on a tiny step gave 58 % row hits on HBM2 against the full step's
+#: 72.5 %)
+MIN_WINDOW_LINES = 2048
 
 
 def auto_windows(stream_lines: int, sample: float, cache_lines: int) -> int:
@@ -155,14 +181,15 @@ def auto_windows(stream_lines: int, sample: float, cache_lines: int) -> int:
     to the previous window when that is shorter -- stays within a budget of
     ``WARMUP_BUDGET_FACTOR`` x the kept lines or ``WARMUP_BUDGET_LINES``.  On a small step
     the gaps are shorter than the warm-up, the cache sees the whole stream, and windows
-    are cheap; on a large one each kept window costs a full warm-up."""
+    are cheap; on a large one each kept window costs a full warm-up.  Windows are at least
+    ``MIN_WINDOW_LINES`` long."""
     kept = max(1.0, stream_lines * sample)
     budget = max(WARMUP_BUDGET_FACTOR * kept, WARMUP_BUDGET_LINES)
     k = sample * MAX_WINDOWS
     warm = min(k * WARMUP_FACTOR * cache_lines, stream_lines)
     if warm > budget and cache_lines > 0:
         k = budget / (WARMUP_FACTOR * cache_lines)
-    return int(max(1, round(k / sample)))
+    return int(max(1, min(round(k / sample), stream_lines // MIN_WINDOW_LINES)))
 
 
 def select_windows(n_windows: int, sample: float | None, seed: int) -> np.ndarray:
@@ -481,6 +508,12 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
     pattern_by_op = np.array([op.pattern for op in cap.ops] + [len(PATTERNS)], np.int64)
     dram_per_op = np.zeros(len(cap.ops), np.int64)
     tck = float(mem.tCK)
+    # the L2 as the previous, identical step left it (L2_STARTS): the step's own last
+    # WARMUP_FACTOR x capacity issued lines through it first (the whole step, when it is
+    # shorter: then exactly the state a training loop's step starts from)
+    steady = spec.l2_start == "steady" and cache.enabled
+    tail_lo = (max(0, stream_total - int(WARMUP_FACTOR * spec.cache_bytes // LINE_BYTES))
+               if steady else stream_total)
     writer = _Writer(out_path, spec.compression)
     buf: list[dict[str, np.ndarray]] = []
     buffered = 0
@@ -510,8 +543,26 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             buf.clear()
             buffered = 0
 
+    def warm_with_tail() -> None:
+        """The previous step's end: issued lines tail_lo.. through the cache, not written."""
+        for op in cap.ops:
+            g_op = int(op_start[op.index])
+            if int(op_start[op.index + 1]) <= tail_lo:
+                continue
+            for part in expand_op(op, placement.base, roles, gpu=gpu,
+                                  want=lambda off, n, g=g_op: g + off + n > tail_lo):
+                skip = max(0, tail_lo - (g_op + part.offset))
+                if skip >= part.lines.shape[0]:
+                    continue
+                cache.filter(pages.translate(part.lines[skip:], LINE_BYTES),
+                             part.is_write[skip:], part.role[skip:], op.phase, op.index)
+
     try:
         n_ops = len(cap.ops)
+        start_state = None
+        if steady:
+            warm_with_tail()
+            start_state = cache.snapshot()
         for op in cap.ops:
             if progress is not None:
                 progress(op.index, n_ops)
@@ -563,12 +614,22 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                 t = start_ns[op.index] + dur_ns[op.index] * (pos + 0.5) / max(total, 1)
                 emit(f, np.floor(t / tck).astype(np.int64))
                 np.add.at(dram_per_op, f.op, 1)
-        f = cache.flush(int(phase_of[-1]) if n_ops else 0, max(n_ops - 1, 0))
-        flush_requests = int(f.lines.shape[0])
-        if f.lines.shape[0]:
-            end = start_ns[-1] + dur_ns[-1] if n_ops else 0.0
-            emit(f, np.full(f.lines.shape[0], int(np.floor(end / tck)), np.int64), flush=True)
-            np.add.at(dram_per_op, f.op, 1)
+        flush_requests = 0
+        if spec.l2_start == "cold":
+            f = cache.flush(int(phase_of[-1]) if n_ops else 0, max(n_ops - 1, 0))
+            flush_requests = int(f.lines.shape[0])
+            if f.lines.shape[0]:
+                end = start_ns[-1] + dur_ns[-1] if n_ops else 0.0
+                emit(f, np.full(f.lines.shape[0], int(np.floor(end / tck)), np.int64),
+                     flush=True)
+                np.add.at(dram_per_op, f.op, 1)
+        # did the step leave the L2 as it found it? (it does when the tail covered the
+        # step's last uses of every set; the whole step run through it, always)
+        steady_check = None
+        if start_state is not None and not sampled:
+            steady_check = {"resident_lines": cache.resident_lines(),
+                            "lines_differing": cache.lines_differing(start_state),
+                            "warm_up_lines": stream_total - tail_lo}
         if progress is not None:
             progress(n_ops, n_ops)
         flush_buffer()
@@ -578,12 +639,15 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         sampled_by_phase = kept_issued if sampled else issued_by_phase
         item = int(torch.empty(0, dtype=dtype).element_size())
         floor = np.zeros((len(PHASES), 2), np.float64)
-        floor[PHASE_ID["optimizer"]] = (max(0.0, 4.0 * item * cap.parameters - spec.cache_bytes),
-                                        3.0 * item * cap.parameters)
+        # (in the steady state the lines the optimizer leaves dirty in the L2 are written
+        # back during the next step, up to the L2's capacity of them)
+        floor[PHASE_ID["optimizer"]] = (
+            max(0.0, 4.0 * item * cap.parameters - spec.cache_bytes),
+            max(0.0, 3.0 * item * cap.parameters - (spec.cache_bytes if steady else 0)))
         from engine.workloads.compute import UTILISATION_BAND
         compute_ns = {str(u): float(schedule(cap.ops, acc, u)[1].sum())
                       for u in UTILISATION_BAND}
-        floor_step = _analytic_floor(cap, item)
+        floor_step = _floor_without_l2(cap, item)
         summary: dict[str, Any] = {
             "workload": spec.workload,
             # (the registry's description is the paper's model: a tiny one says it is not)
@@ -612,19 +676,24 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                                          "write": int(issued_by_phase[i, 1]) * LINE_BYTES}
                                      for i, p in enumerate(PHASES)},
             "cache_line_bytes": spec.cache_line_bytes,
-            "l2_hit_rate": {p: (float(l2_hit[i] / l2_access[i]) if l2_access[i] else None)
+            "l2_hit_rate": {p: (float(l2_hit[i] / l2_access[i])
+                                if l2_access[i] and cache.enabled else None)
                             for i, p in enumerate(PHASES)},
             "l2_hit_rate_all": (float(l2_hit.sum() / l2_access.sum())
-                                if l2_access.sum() else None),
+                                if l2_access.sum() and cache.enabled else None),
+            "l2_start": spec.l2_start,
+            "l2_steady_check": steady_check,
             "flush_requests": flush_requests,
-            "flush_order": "lru",
+            "flush_order": "lru" if spec.l2_start == "cold" else None,
             "floor_bytes_by_phase": {p: {"read": float(floor[i, 0]), "write": float(floor[i, 1])}
                                      for i, p in enumerate(PHASES) if floor[i].any()},
             "floor_rule": "optimizer (AdamW): every parameter, gradient and both moments read "
                           "once (4 x dtype bytes per parameter, less what the L2 can hold at "
                           "the start) and parameter and moments written once (3 x dtype "
-                          "bytes; the end-of-step write-back counts here)",
-            "analytic_floor_bytes": floor_step,
+                          "bytes; " + ("less what the L2 holds at the end: the next step "
+                                       "writes those back" if steady else
+                                       "the end-of-step write-back counts here") + ")",
+            "floor_without_l2_bytes": floor_step,
             "footprint_bytes": placement.peak_bytes,
             "persistent_bytes": placement.persistent_bytes,
             "addresses_folded": folded, "capacity_bytes": capacity,
@@ -713,8 +782,10 @@ def _open_page_table(stats: Any) -> dict[str, Any]:
             "by_class": {c: rate(h[:, j].sum(), n[:, j].sum()) for j, c in enumerate(classes)}}
 
 
-def _analytic_floor(cap: Any, item: int) -> dict[str, float]:
-    """The least DRAM traffic a training step can have, from the capture alone: AdamW reads
+def _floor_without_l2(cap: Any, item: int) -> dict[str, float]:
+    """The least DRAM traffic a training step can have without an on-chip cache that keeps
+    data from one step to the next (an L2 can go below it: a step whose footprint fits in it
+    moves nothing in the steady state), from the capture alone: AdamW reads
     parameter, gradient and both moments and writes parameter and moments once (7 x dtype
     bytes per parameter: 28 B in fp32); the forward reads every weight once; every
     activation saved for the backward pass (a forward tensor the backward reads) is written

@@ -79,10 +79,10 @@ def read_placement(path: str | os.PathLike[str], group: str = "trace") -> dict[s
     except OSError:
         return None
     if raw is not None:
-        return json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
+        return _json_attribute(p, group, "placement", raw)
     if summary is None:
         return None
-    s = json.loads(summary.decode() if isinstance(summary, bytes) else str(summary))
+    s = _json_attribute(p, group, "summary", summary)
     pl = s.get("placement")
     if not isinstance(pl, dict) or "footprint_bytes" not in s:
         return None
@@ -99,17 +99,70 @@ def read_placement(path: str | os.PathLike[str], group: str = "trace") -> dict[s
             "folded": bool(s.get("addresses_folded")), "address_hash": pl["address_hash"]}
 
 
+def _json_attribute(path: Path, group: str, name: str, raw: Any) -> dict[str, Any]:
+    """A generated trace's JSON attribute as a dict, or a DiffMemError naming the file and
+    the attribute (a damaged or hand-edited file)."""
+    text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise DiffMemError(f"{path}: attribute '{name}' of group '{group}' is not valid JSON "
+                           f"({e}); expected the record `python main.py trace` writes") from None
+    if not isinstance(value, dict):
+        raise DiffMemError(f"{path}: attribute '{name}' of group '{group}' is a JSON "
+                           f"{type(value).__name__}; expected an object (the record "
+                           "`python main.py trace` writes)")
+    return value
+
+
+def read_summary(path: str | os.PathLike[str], group: str = "trace") -> dict[str, Any] | None:
+    """A generated trace's summary (what `python main.py trace` printed), or None (not an
+    HDF5 trace, or not a generated one)."""
+    from engine.trace import suffix_format
+    p = Path(path)
+    if suffix_format(p) != "hdf5":
+        return None
+    import h5py
+    try:
+        with h5py.File(p, "r") as f:
+            g = f.get(group)
+            raw = None if g is None else g.attrs.get("summary")
+    except OSError:
+        return None
+    return None if raw is None else _json_attribute(p, group, "summary", raw)
+
+
+def sample_note(summary: dict[str, Any] | None) -> str | None:
+    """What a sampled trace's statistics stand for, or None for a whole step."""
+    if not summary or summary.get("sample") is None or float(summary["sample"]) >= 1.0:
+        return None
+    e = summary.get("extrapolated") or {}
+    step = float(e.get("requests") or 0.0)
+    share = (f"{100 * summary.get('requests', 0) / step:.3g} % of the step's estimated "
+             f"{step:.4g} DRAM requests; " if step > 0 else "")
+    b = e.get("dram_bytes") or {}
+    est = (f"the step's DRAM bytes, extrapolated: read {float(b['read']) / 1e9:.4g} GB, "
+           f"written {float(b['write']) / 1e9:.4g} GB (the trace summary's `extrapolated`)"
+           if "read" in b and "write" in b else "the step's totals are in the trace summary")
+    return (f"a {summary['sample']:g} sample of the training step ({summary.get('windows')} "
+            f"windows): the statistics are the sample's ({share}its time includes the gaps "
+            f"between the kept windows); {est}")
+
+
 def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
     """What a generated trace (an HDF5 trace with a placement record: `python main.py
     trace`) says against the memory it is replayed on: placed for another memory (its
     arrival cycles are in that memory's clock and its addresses hashed for that memory's
-    channels and banks). Empty for other traces, and for a generated trace on its own
-    memory. `simulate` logs these as warnings and the window shows them beside the run;
+    channels and banks), and a sampled trace (its statistics are the sample's). Empty for
+    other traces, and for a whole step's trace on its own memory. `simulate` logs these as warnings and the window shows them beside the run;
     studies re-place a trace instead (:func:`placed_for`)."""
+    notes = []
+    sample = sample_note(read_summary(trace))
+    if sample:
+        notes.append(sample)
     rec = read_placement(trace)
     if not rec:
-        return []
-    notes = []
+        return notes
     mem, tck = rec.get("memory"), rec.get("tck_ns")
     if mem and mem != cfg.name and (tck is None or abs(float(tck) - cfg.tCK) > 1e-9
                                     or rec.get("geometry", {}).get("capacity_bytes")
@@ -120,6 +173,29 @@ def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
                      f"`trace --memory {cfg.name}`, or compare memories with `study`, which "
                      "re-places a trace for each")
     return notes
+
+
+def plain_request_fit(path: str | os.PathLike[str]) -> tuple[int, int, str] | None:
+    """For a generated trace (a placement record), what a conversion to a plain trace (text,
+    binary, or HDF5 without the record) must do so that it replays the step's bytes: its
+    64-byte lines as the requests of the memory it was placed for -- (line bytes, request
+    bytes, memory name); None for any other trace."""
+    rec = read_placement(path)
+    if not rec:
+        return None
+    from engine.workloads.lines import LINE_BYTES
+    return LINE_BYTES, 1 << int(rec["geometry"]["shift_bits"]), str(rec.get("memory"))
+
+
+def plain_request_note(fit: tuple[int, int, str], requests: int) -> str:
+    """The words for a generated trace converted to plain requests (plain_request_fit)."""
+    line, req, mem = fit
+    how = ("as they are" if line == req else
+           f"merged into {mem}'s {req}-byte requests" if req > line else
+           f"split into {mem}'s {req}-byte requests")
+    return (f"a generated trace: its {line}-byte lines written {how} ({requests} requests, "
+            f"one request a line when replayed: replay it on {mem}); its phase, operator and "
+            "role tags, summary and placement record are not carried over")
 
 
 def needs_retarget(record: dict[str, Any] | None, cfg: Any) -> bool:

@@ -316,9 +316,14 @@ def test_bad_network_json_shows_error_dialog(qtbot, view, monkeypatch, tmp_path)
 def test_cosimulation_on_the_gantt_time_axis(qtbot, view, monkeypatch, tiny_json,
                                              tmp_path) -> None:
     assert not view.cosim_button.isEnabled()      # nothing to co-simulate yet
+    # empty plots say what fills them (their axes alone meant nothing)
+    notes = view.empty_notes
+    assert all(n.shown for n in notes.values())
+    assert notes["cosim"].text == "Co-simulate on DRAM for these three panels"
     _open_network(view, monkeypatch, tiny_json)
     _setup(view, "small", "random", 20)
     outcomes = _run(qtbot, view)
+    assert not notes["curves"].shown and not notes["gantt"].shown and notes["cosim"].shown
     view.memory_combo.setCurrentText("DDR4-3200")
     view.channels_combo.setCurrentText("2")
     assert view.memory_spec() == "DDR4-3200-2ch"
@@ -326,6 +331,7 @@ def test_cosimulation_on_the_gantt_time_axis(qtbot, view, monkeypatch, tiny_json
         qtbot.mouseClick(view.cosim_button, Qt.MouseButton.LeftButton)
     payload = blocker.args[0]
     assert view.errors == []
+    assert not notes["cosim"].shown
     cs = payload["cosim"]
     layers = cs["layers"]
     assert [x["name"] for x in layers] == ["a", "b"]

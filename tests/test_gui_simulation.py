@@ -56,6 +56,8 @@ def _no_thread_left() -> bool:
 def test_run_demo_trace_and_export(qtbot, view, tmp_path, monkeypatch) -> None:
     errors = []
     monkeypatch.setattr(view, "_show_error", lambda msg, det: errors.append((msg, det)))
+    # before any run the heatmap says how to get one (the empty axes alone meant nothing)
+    assert view.empty_note.shown and view.empty_note.text.startswith("No run shown")
     _setup(qtbot, view, DEMO)
     with qtbot.waitSignal(view.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
@@ -63,6 +65,7 @@ def test_run_demo_trace_and_export(qtbot, view, tmp_path, monkeypatch) -> None:
         assert view.cancel_button.isEnabled()
     assert not errors
     stats = blocker.args[0]
+    assert not view.empty_note.shown
     assert _no_thread_left()
     assert view.start_button.isEnabled() and not view.cancel_button.isEnabled()
 

@@ -325,6 +325,13 @@ class OptimizerView(QWidget):
         self.plots["banks"] = b
         for key in ("dram_time", "hit_rate", "banks"):
             self.plots[key].setXLink(g)
+        from gui.plots.empty_note import EmptyNote
+        self.empty_notes = {
+            "curves": EmptyNote(self.plots["loss"], "No search shown:\npress Run"),
+            "gantt": EmptyNote(g, "Select a run in the table below for its schedule"),
+            "cosim": EmptyNote(d, "Co-simulate on DRAM for these three panels")}
+        for note in self.empty_notes.values():
+            note.show()
         for key in TIMELINE_PLOTS:          # equal axis widths: the same cycle lines up
             self.plots[key].getAxis("left").setWidth(LEFT_AXIS_PX)
         for r, factor in enumerate((3, 2, 2, 3)):
@@ -706,6 +713,8 @@ class OptimizerView(QWidget):
         self.shown = None
         self._clear_curves()
         self.gantt.clear()
+        self.empty_notes["gantt"].show()
+        self._clear_cosim()
         self._set_busy(self.is_running())
 
     @staticmethod
@@ -740,6 +749,7 @@ class OptimizerView(QWidget):
         """Show a finished run: its Gantt chart and, when idle, its convergence curves."""
         self.shown = outcome
         self.gantt.set_schedule(outcome.schedule)
+        self.empty_notes["gantt"].hide()
         self._clear_cosim()
         if outcome.cosim_payload is not None:        # its last co-simulation, kept with it
             self.show_cosim(outcome.cosim_payload)
@@ -754,12 +764,15 @@ class OptimizerView(QWidget):
     # ---------------------------------------------------------------- curves
     def _clear_curves(self) -> None:
         self.points = []
+        self.empty_notes["curves"].show()
         for key in ("loss", "edp", "best_edp", "tau", "violation"):
             _set_progress_curve(self.curves[key], np.empty(0), np.empty(0))
 
     def _draw_curves(self) -> None:
         pts = self.points
         x = np.array([p["evaluations"] for p in pts], dtype=np.float64)
+        if x.size:
+            self.empty_notes["curves"].hide()
         for key in ("loss", "edp", "best_edp"):
             y = _finite([p[key] for p in pts])
             y[y <= 0] = np.nan                    # log axes
@@ -845,6 +858,7 @@ class OptimizerView(QWidget):
             item.setOpts(x0=[], y=[], width=[], height=[])
         self.curves["hit_rate"].setData([], [])
         self.bank_image.clear()
+        self.empty_notes["cosim"].show()
 
     def cosim_layers(self) -> list[dict[str, Any]]:
         """Per-layer co-simulation records with their start on the schedule's axis."""
@@ -868,6 +882,7 @@ class OptimizerView(QWidget):
         """Draw a co-simulation (``gui.cosim_process.cosim_payload``) under the Gantt chart."""
         self.cosim = payload
         self.validation_plot.set_validation(payload.get("validation"))
+        self.empty_notes["cosim"].hide()
         layers = self.cosim_layers()
         start = np.array([x["start"] for x in layers], dtype=np.float64)
         n = len(layers)

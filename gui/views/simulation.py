@@ -347,7 +347,12 @@ class SimulationView(QWidget):
         # command timeline's link, left the heatmap on the whole run)
         self.plots["bandwidth"].getViewBox().sigXRangeChanged.connect(self._heatmap_follows)
         self._tck = math.nan                # ns per cycle of the run on the plots
+        from gui.plots.empty_note import EmptyNote
+        self.empty_note = EmptyNote(
+            self.plots["heatmap"], "No run shown: pick a memory and a trace and press Start,\n"
+            "or double-click a stored run in the project tree")
         self._set_empty_ranges()
+        self.empty_note.show()
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("simulationSplitter")
@@ -689,6 +694,7 @@ class SimulationView(QWidget):
         self.plots["energy"].setTitle("Energy (core + IO)")
         self.summary_label.setText("")
         self._set_empty_ranges()
+        self.empty_note.show()
 
     def epoch_arrays(self) -> dict[str, np.ndarray]:
         """The epochs on the plots: end cycle, hit rate, bandwidth, latency, utilisation."""
@@ -736,6 +742,7 @@ class SimulationView(QWidget):
                                     connect="finite")
         self.bandwidth_curve.setData(x, bw, connect="finite")
         if x.size:
+            self.empty_note.hide()
             for name in ("hit_rate", "bandwidth"):
                 self.plots[name].enableAutoRange(axis="x", enable=True)
             self._fit_bandwidth_axis()

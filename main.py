@@ -858,7 +858,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     halo = _fused_halo(args)
     methods = args.methods or list(METHODS)
     hw = _objective_hardware(args, load_hardware(args.hw))
-    dram = {"dram_objective": objective_json(hw), "memory": args.memory}
+    obj = objective_json(hw)
+    dram = {"dram_objective": obj, "memory": obj.get("memory")}
 
     def keep(comp: Any) -> None:
         # the runs finished so far, after each one: a Ctrl-C or a failure in a later run

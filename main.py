@@ -563,6 +563,45 @@ def _fused_halo(args: argparse.Namespace) -> str:
     return costmodel.FUSED_HALO
 
 
+def _add_memory_arg(p: argparse.ArgumentParser) -> None:
+    """--memory: the DRAM objective (read by :func:`_objective_hardware`)."""
+    p.add_argument("--memory", metavar="MEM",
+                   help="price DRAM energy as the engine does: the DRAM term of this memory "
+                        "(a preset, NAME-<n>ch or a .toml/.ini config, as cosim's --memory; "
+                        "background and refresh over the schedule's cycles, data and ACT "
+                        "energy per line); default: the hardware file's per-byte energy")
+
+
+def _objective_hardware(args: argparse.Namespace, hw: Any) -> Any:
+    """``hw`` with the DRAM term of --memory (calibrated on the engine at its first use, then
+    cached), or unchanged without it; prints the line that says which DRAM energy the EDP
+    prices."""
+    from optimizer.dram_objective import objective_hardware, per_byte_note, term_line
+
+    memory = getattr(args, "memory", None)
+    if memory is None:
+        print(per_byte_note(hw))
+        return hw
+    out = objective_hardware(hw, memory, progress=lambda m: print(
+        f"  ... {m}", file=sys.stderr, flush=True))
+    print(term_line(out))
+    return out
+
+
+def _record_objective(data: dict[str, Any], hw: Any) -> None:
+    """The DRAM objective into an output document; its hardware fields name the hardware
+    file (the DRAM term is recorded apart, under ``dram_objective``, and ``memory``)."""
+    from optimizer.dram_objective import base_hardware, objective_json
+
+    obj = objective_json(hw)
+    base = base_hardware(hw)
+    if "hardware_config" in data:
+        data["hardware_config"] = base.to_dict()
+    data["hardware"] = base.name
+    data["memory"] = obj.get("memory")
+    data["dram_objective"] = obj
+
+
 def _torch_threads(args: argparse.Namespace) -> None:
     """One torch thread unless --threads: CPU-second budgets then mean one core's work."""
     import torch
@@ -656,23 +695,26 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                   f"{p.best_edp:.4g} pJ x cycles", file=sys.stderr, flush=True)
 
     from optimizer.batching import with_batch
+    from optimizer.hardware import load_hardware
     from optimizer.workload import load_network
 
     _torch_threads(args)
     halo = _fused_halo(args)
     net = with_batch(load_network(args.network), args.batch)
+    hw = _objective_hardware(args, load_hardware(args.hw))
     with _ctrl_c_stops() as stopped:
         budget = dataclasses.replace(_budget(args), stop=stopped.is_set)
-        result, space = optimize(net, args.hw, args.method, budget, args.seed,
+        result, space = optimize(net, hw, args.method, budget, args.seed,
                                  progress=progress, refine=not args.no_refine)
     data = schedule_json(result, space)
+    _record_objective(data, hw)
     data["batch"] = args.batch
     data["fused_halo"] = halo
     data["stopped_early"] = stopped.is_set()
     if Path(args.network).suffix.lower() == ".json" and Path(args.network).is_file():
         data["network_file"] = str(Path(args.network).absolute())   # (evaluate reads it)
     _write_json(args.out, data)
-    print(f"{data['network']} (batch {args.batch}) on {data['hardware']} by {data['method']} "
+    print(f"{data['network']} (batch {args.batch}) on {hw.name} by {data['method']} "
           f"(seed {args.seed}): {result.evaluations} layer-mapping evaluations, "
           f"{result.cpu_s:.1f} CPU-s, {result.wall_s:.1f} s")
     if result.raw is not None and not args.no_refine:
@@ -713,7 +755,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                    out="evaluation output")
     # options of the other mode would be ignored without a word: refused
     other = (("--hw", args.hw), ("--network", args.network), ("--batch", args.batch),
-             ("--fused-halo", args.fused_halo)) if args.reference is not None else (
+             ("--fused-halo", args.fused_halo), ("--memory", args.memory)
+             ) if args.reference is not None else (
         ("--arch-file", args.arch_file),)
     unused = [flag for flag, value in other if value is not None]
     if unused:
@@ -758,9 +801,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     batch = args.batch if args.batch is not None else saved.batch
     halo = args.fused_halo or saved.fused_halo or costmodel.FUSED_HALO
     net, hw = with_batch(load_network(name), batch), load_hardware(args.hw)
+    hw = _objective_hardware(args, hw)
     res = costmodel.evaluate_schedule(net, sched, hw, halo=halo)
     data = result_json(res, net, hw, method=sched.method)
     data["batch"], data["fused_halo"] = batch, halo
+    _record_objective(data, hw)
     print(f"{args.schedule}: {net.name} (batch {batch}, fused inputs: {halo}) on {hw.name}")
     print(f"  {_edp_line(data)}")
     n_problems = len(res.problems)
@@ -769,7 +814,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if n_problems > MAX_VIOLATIONS_SHOWN:
         print(f"  ... and {n_problems - MAX_VIOLATIONS_SHOWN} more problem(s)")
     if saved.edp is not None:
-        print(f"  {_saved_score_line(saved, res.edp, hw.to_dict(), batch, halo)}")
+        line = _saved_score_line(saved, res.edp, data["hardware_config"], batch, halo,
+                                 data["dram_objective"])
+        print(f"  {line}")
     if args.out is not None:
         _write_json(args.out, data)
         print(f"evaluation written to {args.out}")
@@ -777,14 +824,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _saved_score_line(saved: Any, edp: float, hw: dict[str, Any], batch: int,
-                      halo: str) -> str:
+                      halo: str, dram_objective: dict[str, Any] | None = None) -> str:
     """How a re-scored schedule's EDP compares with the one saved in its file: reproduced,
     different (the cost model or the file changed), or not comparable (another hardware,
-    batch or fused-input rule than the run that saved it)."""
+    batch, fused-input rule or DRAM objective than the run that saved it)."""
+    from optimizer.dram_objective import objective_mismatch
+
+    dram = (objective_mismatch(saved.dram_objective, dram_objective)
+            if dram_objective is not None else None)
     other = [what for what, same in (
         ("hardware", saved.hardware_config is None or saved.hardware_config == hw),
         (f"batch {saved.batch}", saved.batch == batch),
-        (f"fused inputs {saved.fused_halo}", saved.fused_halo in (None, halo))) if not same]
+        (f"fused inputs {saved.fused_halo}", saved.fused_halo in (None, halo)),
+        (dram, dram is None)) if not same]
     if other:
         return (f"saved EDP {saved.edp:.6g} pJ x cycles was on another setting "
                 f"({', '.join(other)}): not comparable")
@@ -807,20 +859,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"J x cycles, {r.wall_s:.1f} s{'' if r.valid else ' INVALID'}",
               file=sys.stderr, flush=True)
 
+    from optimizer.dram_objective import objective_json
+    from optimizer.hardware import load_hardware
+
     _torch_threads(args)
     halo = _fused_halo(args)
     methods = args.methods or list(METHODS)
+    hw = _objective_hardware(args, load_hardware(args.hw))
+    obj = objective_json(hw)
+    dram = {"dram_objective": obj, "memory": obj.get("memory")}
 
     def keep(comp: Any) -> None:
         # the runs finished so far, after each one: a Ctrl-C or a failure in a later run
         # keeps them ("complete": false)
-        _write_json(args.out, {**comp.to_json(complete=False), "fused_halo": halo})
-    comp = run_comparison(args.hw, args.networks, methods, _budget(args),
+        _write_json(args.out, {**comp.to_json(complete=False), "fused_halo": halo, **dram})
+    comp = run_comparison(hw, args.networks, methods, _budget(args),
                           args.seeds, on_run=on_run, refine=not args.no_refine,
                           batch=args.batch, on_progress=keep if args.out else None)
     print(format_table(comp))
     if args.out is not None:
-        _write_json(args.out, {**comp.to_json(), "fused_halo": halo})
+        _write_json(args.out, {**comp.to_json(), "fused_halo": halo, **dram})
         print(f"table written to {args.out}")
     return 0
 
@@ -1191,6 +1249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     _add_budget_args(p, "", 60.0)
     _add_search_args(p)
+    _add_memory_arg(p)
     p.add_argument("--out", required=True, metavar="SCHEDULE.json", help="schedule output")
     p.set_defaults(func=cmd_optimize)
 
@@ -1213,6 +1272,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score the explicit-mapping entries of this reference file")
     p.add_argument("--arch-file", metavar="FILE.json",
                    help="take architectures from this file when --reference only names them")
+    _add_memory_arg(p)
     p.add_argument("--out", metavar="FILE.json", help="write the scores / evaluation here")
     p.set_defaults(func=cmd_evaluate)
 
@@ -1230,6 +1290,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seeds per method and network (default 0)")
     _add_budget_args(p, " per run", 20.0)
     _add_search_args(p)
+    _add_memory_arg(p)
     p.add_argument("--out", metavar="TABLE.json", help="write the table as JSON")
     p.set_defaults(func=cmd_compare)
 

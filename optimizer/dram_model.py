@@ -9,7 +9,8 @@ Energy (pJ), per layer, from the memory config's own numbers (``engine.power``):
   refresh) at the config's ``ref_energy_inc``, also over the duration;
 * **data** — per 64-byte line actually transferred (partial lines count whole): the core
   read/write increment per column command and the IO energy per bit
-  (:func:`engine.power.io_energy_per_bit`);
+  (:func:`engine.power.io_energy_per_bit`) of the burst; a line is one request, served with
+  at least one whole burst (``max(1, 64 / request_size_bytes)`` commands);
 * **activations** — ACTs per line from the calibration (rows touched by the pattern) x the
   config's ``act_energy_inc``.
 
@@ -307,7 +308,10 @@ class DramTerm:
         else:
             ref = ranks * inc["ref_energy_inc"] * tck / int(cfg.tREFI)
         req = int(cfg.request_size_bytes)
-        cmds = LINE / req
+        # column commands per 64-byte line: a line is one request of the schedule's trace,
+        # and the engine serves a request with at least one whole burst (LPDDR4-3200: 128 B,
+        # so one command and 128 B of IO per 64-byte line, not half of each)
+        cmds = max(1.0, LINE / req)
         proto = str(getattr(cfg.protocol, "name", cfg.protocol)).upper()
         vddq = getattr(cfg, "VDDQ", None)
         io = io_energy_per_bit(proto, vddq_V=float(vddq) if vddq is not None else None)

@@ -176,14 +176,16 @@ class SavedRun:
     """What a schedule file written by ``optimize`` says of the run that found it, beside the
     schedule: the settings its score depends on (batch, fused-input rule, the network's file
     when it was not a built-in one) and the score itself (EDP in pJ x cycles, on the
-    hardware ``hardware_config``). Older files and hand-written ones lack some: None, batch
-    1."""
+    hardware ``hardware_config``, its DRAM energy priced as ``dram_objective`` says: see
+    :func:`optimizer.dram_objective.objective_json`). Older files and hand-written ones lack
+    some: None, batch 1 (no ``dram_objective``: per byte, the only objective before it)."""
 
     batch: int = 1
     fused_halo: str | None = None
     network_file: str | None = None
     edp: float | None = None
     hardware_config: dict[str, Any] | None = None
+    dram_objective: dict[str, Any] | None = None
 
 
 def load_saved_schedule(path: str | Path) -> tuple[Schedule, SavedRun]:
@@ -209,4 +211,5 @@ def load_saved_schedule(path: str | Path) -> tuple[Schedule, SavedRun]:
     edp = get("edp", (int, float), "a number (pJ x cycles)")
     return sched, SavedRun(batch or 1, halo, get("network_file", (str,), "a file's path"),
                            None if edp is None else float(edp),
-                           get("hardware_config", (dict,), "a JSON object"))
+                           get("hardware_config", (dict,), "a JSON object"),
+                           get("dram_objective", (dict,), "a JSON object"))

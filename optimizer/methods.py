@@ -199,6 +199,9 @@ def schedule_json(result: SearchResult, space: SearchSpace) -> dict[str, Any]:
                              "latency_cycles": result.raw.latency_cycles,
                              "valid": result.raw.valid, "evaluations": result.raw_evaluations,
                              "fused_edges": [list(e) for e in result.raw.fused]}
+    if result.post is not None and result.post is not result.raw:
+        # the method's own post-processing (FADiff's archive), not in raw_search
+        out["post_search"] = {"edp": result.post.edp, "valid": result.post.valid}
     hist = result.history
     stride = max(1, len(hist) // HISTORY_POINTS)
     out["history"] = [{"step": p.step, "evaluations": p.evaluations,

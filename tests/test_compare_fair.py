@@ -123,6 +123,14 @@ def test_fadiff_raw_is_the_search_without_its_archive() -> None:
     rec = RunRecord("mix", "fadiff", 1, out.result.edp, 0.0, 0.0, True, 0.0, 0, 0,
                     out.raw.edp, post_edp=out.post.edp)
     assert rec.value("raw") > rec.value("post") >= rec.value("refined")
+    # optimize --no-refine: the same split, and the schedule file says both
+    from optimizer.methods import optimize, schedule_json
+    res, sp = optimize(space.net, space.hw, "fadiff", budget, 1, refine=False)
+    assert res.raw is res.search_only and res.post is res.result
+    assert res.raw.edp == without.result.edp and res.result.edp == with_arch.result.edp
+    data = schedule_json(res, sp)
+    assert data["raw_search"]["edp"] == res.raw.edp
+    assert data["post_search"]["edp"] == data["edp"] < data["raw_search"]["edp"]
     base = RunRecord("mix", "ga", 1, 1.0, 0.0, 0.0, True, 0.0, 0, 0, 2.0)
     assert base.value("post") == base.value("raw") == 2.0          # no post step: = raw
 

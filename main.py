@@ -38,6 +38,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from engine.policies import PAGE_POLICIES as PAGE_POLICY_CHOICES  # noqa: E402 (declared once)
 from engine.policies import SCHEDULERS as SCHEDULER_CHOICES  # noqa: E402
 from optimizer.method_names import ALL_METHODS as METHOD_CHOICES  # noqa: E402 (torch-free)
+from optimizer.method_names import REFERENCE_METHODS as REFERENCE_METHOD_CHOICES  # noqa: E402
 from optimizer.method_names import FUSED_HALO_RULES  # noqa: E402 (torch-free)
 
 log = logging.getLogger("diffmem")
@@ -514,28 +515,48 @@ DEFAULT_CPU_SECONDS = 6.0      # optimize's default budget (process CPU seconds)
 
 def _budget(args: argparse.Namespace) -> Any:
     """--evaluations (layer-mapping evaluations) / --cpu-seconds / --seconds; with none,
-    DEFAULT_CPU_SECONDS of CPU time or the command's ``default_wall_s`` (set by
-    :func:`_add_budget_args`) of wall time, whichever comes first."""
+    DEFAULT_CPU_SECONDS of CPU time, or (where the command has one, ``default_wall_s`` set by
+    :func:`_add_budget_args`: optimize) that or its wall-time cap, whichever comes first.
+    ``compare`` has no wall limit at all (its budgets are CPU-seconds or evaluations)."""
     from optimizer.search import Budget
 
     cpu = getattr(args, "cpu_seconds", None)
-    if args.evaluations is None and args.seconds is None and cpu is None:
+    wall = getattr(args, "seconds", None)
+    if args.evaluations is None and wall is None and cpu is None:
         return Budget(cpu_seconds=DEFAULT_CPU_SECONDS, seconds=args.default_wall_s)
-    return Budget(evaluations=args.evaluations, seconds=args.seconds, cpu_seconds=cpu)
+    return Budget(evaluations=args.evaluations, seconds=wall, cpu_seconds=cpu)
 
 
-def _add_budget_args(p: argparse.ArgumentParser, per: str, default_wall_s: float) -> None:
+def _add_budget_args(p: argparse.ArgumentParser, per: str, default_wall_s: float | None
+                     ) -> None:
     """The search budget's flags (read by :func:`_budget`); ``per``: what one budget pays
-    for, as the help says it ("", " per run", " per iteration")."""
+    for, as the help says it ("", " per run", " per iteration"); ``default_wall_s`` None: the
+    command takes no wall-clock budget (``compare``: like for like on a shared machine needs
+    CPU-seconds or evaluations), and refuses ``--seconds``."""
     p.set_defaults(default_wall_s=default_wall_s)
+    default = (f"{DEFAULT_CPU_SECONDS:g} CPU-s" if default_wall_s is None else
+               f"{DEFAULT_CPU_SECONDS:g} CPU-s or {default_wall_s:g} s, whichever first")
     p.add_argument("--evaluations", type=_positive_int, metavar="N",
                    help=f"budget{per}: layer-mapping evaluations (one layer under one mapping; "
-                        f"default, with no other budget: {DEFAULT_CPU_SECONDS:g} CPU-s or "
-                        f"{default_wall_s:g} s, whichever first)")
-    p.add_argument("--seconds", type=_positive_float, metavar="T",
-                   help=f"budget{per}: wall-clock seconds (moves with the machine's load)")
+                        f"default, with no other budget: {default})")
+    if default_wall_s is None:
+        p.add_argument("--seconds", action=_RefuseWallBudget, metavar="T",
+                       help=argparse.SUPPRESS)
+    else:
+        p.add_argument("--seconds", type=_positive_float, metavar="T",
+                       help=f"budget{per}: wall-clock seconds (moves with the machine's load)")
     p.add_argument("--cpu-seconds", type=_positive_float, metavar="T",
                    help=f"budget{per}: process CPU seconds (search + refinement)")
+
+
+class _RefuseWallBudget(argparse.Action):
+    """``--seconds`` where a command compares methods: a usage error (exit 2) naming it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.error(f"{option_string}: a wall-clock budget is not accepted here: it moves "
+                     "with the machine's load, so methods would not get the same budget; "
+                     "use --cpu-seconds or --evaluations")
 
 
 def _add_search_args(p: argparse.ArgumentParser) -> None:
@@ -634,7 +655,7 @@ def _write_json(path: str | Path, data: Any) -> None:
 
 
 def _edp_line(d: dict[str, Any]) -> str:
-    return (f"EDP {d['edp_j_cycles']:.4g} J x cycles ({d['edp_uj_cycles']:.4g} uJ x cycles), "
+    return (f"EDP {d['edp']:.4g} pJ x cycles, "
             f"energy {d['energy_pj'] * 1e-6:.4g} uJ, latency {d['latency_cycles']:.4g} cycles, "
             f"{'valid' if d['valid'] else 'INVALID'}")
 
@@ -718,7 +739,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
           f"(seed {args.seed}): {result.evaluations} layer-mapping evaluations, "
           f"{result.cpu_s:.1f} CPU-s, {result.wall_s:.1f} s")
     if result.raw is not None and not args.no_refine:
-        print(f"  search alone: EDP {result.raw.edp:.4g} pJ x cycles; after the refinement:")
+        post = ("" if result.post is None or result.post is result.raw else
+                f"; after the method's own post-processing (archive) {result.post.edp:.4g}")
+        print(f"  search alone: EDP {result.raw.edp:.4g} pJ x cycles{post}; after the "
+              "refinement:")
     print(f"  {_edp_line(data)}; {len(data['fused_edges'])} fused edge(s)")
     print(f"schedule written to {args.out}" + (
         " (stopped early by Ctrl-C: the best schedule found until then)"
@@ -815,7 +839,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"  ... and {n_problems - MAX_VIOLATIONS_SHOWN} more problem(s)")
     if saved.edp is not None:
         line = _saved_score_line(saved, res.edp, data["hardware_config"], batch, halo,
-                                 data["dram_objective"])
+                                 data["dram_objective"], len(res.fused))
         print(f"  {line}")
     if args.out is not None:
         _write_json(args.out, data)
@@ -824,10 +848,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _saved_score_line(saved: Any, edp: float, hw: dict[str, Any], batch: int,
-                      halo: str, dram_objective: dict[str, Any] | None = None) -> str:
+                      halo: str, dram_objective: dict[str, Any] | None = None,
+                      fused_edges: int = 1) -> str:
     """How a re-scored schedule's EDP compares with the one saved in its file: reproduced,
     different (the cost model or the file changed), or not comparable (another hardware,
-    batch, fused-input rule or DRAM objective than the run that saved it)."""
+    batch, fused-input rule or DRAM objective than the run that saved it; the fused-input
+    rule only counts when the schedule has ``fused_edges``: without any it changes
+    nothing)."""
     from optimizer.dram_objective import objective_mismatch
 
     dram = (objective_mismatch(saved.dram_objective, dram_objective)
@@ -835,7 +862,8 @@ def _saved_score_line(saved: Any, edp: float, hw: dict[str, Any], batch: int,
     other = [what for what, same in (
         ("hardware", saved.hardware_config is None or saved.hardware_config == hw),
         (f"batch {saved.batch}", saved.batch == batch),
-        (f"fused inputs {saved.fused_halo}", saved.fused_halo in (None, halo)),
+        (f"fused inputs {saved.fused_halo}",
+         saved.fused_halo in (None, halo) or fused_edges == 0),
         (dram, dram is None)) if not same]
     if other:
         return (f"saved EDP {saved.edp:.6g} pJ x cycles was on another setting "
@@ -855,16 +883,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from optimizer.methods import METHODS
 
     def on_run(r: Any) -> None:
-        print(f"  {r.network:<14} {r.method:<7} seed {r.seed}: EDP {r.edp * 1e-12:.4g} "
-              f"J x cycles, {r.wall_s:.1f} s{'' if r.valid else ' INVALID'}",
-              file=sys.stderr, flush=True)
+        print(f"  {r.network:<14} {r.method:<11} seed {r.seed}: EDP raw {r.raw_edp:.4g}, "
+              f"refined {r.edp:.4g} pJ x cycles, {r.fused_edges} fused edge(s), "
+              f"{r.evaluations} evaluations, {r.cpu_s:.1f} CPU-s"
+              f"{'' if r.valid else ' INVALID'}", file=sys.stderr, flush=True)
 
     from optimizer.dram_objective import objective_json
     from optimizer.hardware import load_hardware
 
     _torch_threads(args)
     halo = _fused_halo(args)
-    methods = args.methods or list(METHODS)
+    # by default every method and, with the refinement on, the refinement alone as the
+    # reference row (what the refined column owes to the refinement stage)
+    methods = args.methods or (list(METHODS)
+                               + ([] if args.no_refine else list(REFERENCE_METHOD_CHOICES)))
     hw = _objective_hardware(args, load_hardware(args.hw))
     obj = objective_json(hw)
     dram = {"dram_objective": obj, "memory": obj.get("memory")}
@@ -1278,17 +1310,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="compare the search methods on networks (EDP table)",
                        description="Run every method on every network with the same budget "
-                                   "and print average EDP per method, per-network rows and "
-                                   "wall time.")
+                                   "(CPU-seconds or evaluations; no wall-clock budget) and "
+                                   "print the EDP table: per network and method the raw, "
+                                   "post-processed and refined EDP, means over the networks, "
+                                   "fused edges, evaluations and CPU time per method.")
     p.add_argument("--hw", required=True, metavar="HW", help="large, small or a .toml file")
     p.add_argument("--networks", nargs="+", metavar="NET",
                    default=["vgg16", "vgg19", "resnet18", "mobilenet_v1", "gpt3_6.7b_mha",
                             "gpt3_6.7b_ffn"], help="networks (default: all six)")
-    p.add_argument("--methods", nargs="+", metavar="METHOD", choices=METHOD_CHOICES,
-                   default=None, help="methods (default: every registered one)")
-    p.add_argument("--seeds", nargs="+", type=_seed, default=[0], metavar="S",
-                   help="seeds per method and network (default 0)")
-    _add_budget_args(p, " per run", 20.0)
+    p.add_argument("--methods", nargs="+", metavar="METHOD",
+                   choices=METHOD_CHOICES + REFERENCE_METHOD_CHOICES, default=None,
+                   help="methods (default: every registered one, and refine-only: the "
+                        "refinement stage alone from the trivial schedule with the whole "
+                        "budget, the reference row)")
+    p.add_argument("--seeds", nargs="+", type=_seed, default=[0, 1, 2], metavar="S",
+                   help="seeds per method and network (default 0 1 2)")
+    _add_budget_args(p, " per run", None)
     _add_search_args(p)
     _add_memory_arg(p)
     p.add_argument("--out", metavar="TABLE.json", help="write the table as JSON")

@@ -116,7 +116,11 @@ def run_all(args: argparse.Namespace) -> None:
                     rec = {"config": cfg, "network": net, "method": m, "seed": seed,
                            "tag": args.tag, "refine": not args.no_refine,
                            "raw_edp": raw.edp, "raw_valid": raw.valid,
-                           "raw_fused": len(raw.fused), "edp": res.result.edp,
+                           "raw_fused": len(raw.fused),
+                           # after the method's own post-processing (FADiff's archive, which
+                           # raw_edp no longer includes); = raw_edp for the other methods
+                           "post_edp": (res.post or raw).edp,
+                           "edp": res.result.edp,
                            "valid": res.result.valid, "fused": len(res.result.fused),
                            "energy_pj": res.result.energy_pj,
                            "latency_cycles": res.result.latency_cycles,

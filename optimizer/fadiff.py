@@ -486,6 +486,7 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
                        violation=float(v[i_best]),
                        fused=float(torch.sigmoid(model.beta.detach()).mean())
                        if model.beta.numel() else math.nan)
+    before_archive = best
     if archive is not None and best is not None:
         cand = archive.assemble(best[1], best[2])
         if cand is not None:
@@ -504,6 +505,11 @@ def run(space: SearchSpace, budget: Budget | None = None, seed: int = 0,
         final, fused = best[1], best[2]
         sigma_hard = list(fused)
     result = finish(space, tracker, final, fused, seed)
+    if before_archive is not None and before_archive is not best:
+        # the search's own result without the archive (a decoding no baseline gets): the
+        # comparison's raw figure; scored exactly, as every method's final answer is
+        result.search_only = finish(space, tracker, before_archive[1], before_archive[2],
+                                    seed).result
     result.schedule.meta.update({"chains": K, "steps": step, "sigma_hard_edges": sigma_hard,
                                  "shared_shapes": st.share_shapes, "candidates": stats})
     return result

@@ -19,7 +19,7 @@ from optimizer.costmodel import ScheduleResult
 from optimizer.errors import OptimizerError
 from optimizer.hardware import GemminiHardware, load_hardware
 from optimizer.mapping import LEVELS
-from optimizer.method_names import ALL_METHODS
+from optimizer.method_names import ALL_METHODS, REFERENCE_METHODS
 from optimizer.search import Budget, CancelFn, ProgressFn, SearchResult
 from optimizer.space import SearchSpace
 from optimizer.timeline import build_timeline
@@ -53,11 +53,29 @@ METHODS: dict[str, MethodFn] = {
 
 
 
+def _refine_only(space: SearchSpace, budget: Budget, seed: int = 0,
+                 progress: ProgressFn | None = None, cancel: CancelFn | None = None
+                 ) -> SearchResult:
+    """The comparison's reference row: no search.  Its "result" is the trivial schedule
+    (every loop at DRAM, one PE, nothing fused; no evaluation counted), so in
+    :func:`optimize` the refinement stage gets the whole budget, with the same accounting
+    and seed as after any method: what a method's refined figure owes to the refinement."""
+    from optimizer.search import Tracker, finish
+    tracker = Tracker(REFERENCE_METHODS[0], budget, progress, cancel)
+    return finish(space, tracker, space.minimal_choices(), [], seed)
+
+
+#: Reference rows (not search methods; not offered by the GUI or ``optimize``).
+REFERENCES: dict[str, MethodFn] = {REFERENCE_METHODS[0]: _refine_only}
+
+
 class UnknownMethodError(OptimizerError):
     """A method name that is not registered (or not available yet)."""
 
 
 def get_method(name: str) -> MethodFn:
+    if name in REFERENCES:
+        return REFERENCES[name]
     if name not in METHODS:
         if name in ALL_METHODS:
             raise UnknownMethodError(f"method '{name}' is not available in this build "
@@ -119,7 +137,8 @@ def optimize(network: Network | str | Path, hw: GemminiHardware | str | Path,
         result = refine_stage(space, result, rest, seed, progress, cancel)
     else:
         result = run(space, left, seed, progress, cancel)
-        result.raw, result.raw_evaluations = result.result, result.evaluations
+        result.raw = result.search_only if result.search_only is not None else result.result
+        result.post, result.raw_evaluations = result.result, result.evaluations
     result.schedule.meta["refined"] = refine
     result.wall_s = time.perf_counter() - t0
     result.cpu_s = time.process_time() - c0
@@ -180,6 +199,9 @@ def schedule_json(result: SearchResult, space: SearchSpace) -> dict[str, Any]:
                              "latency_cycles": result.raw.latency_cycles,
                              "valid": result.raw.valid, "evaluations": result.raw_evaluations,
                              "fused_edges": [list(e) for e in result.raw.fused]}
+    if result.post is not None and result.post is not result.raw:
+        # the method's own post-processing (FADiff's archive), not in raw_search
+        out["post_search"] = {"edp": result.post.edp, "valid": result.post.valid}
     hist = result.history
     stride = max(1, len(hist) // HISTORY_POINTS)
     out["history"] = [{"step": p.step, "evaluations": p.evaluations,

@@ -208,8 +208,10 @@ def refine(space: SearchSpace, result: SearchResult, budget: Budget, seed: int =
            progress: ProgressFn | None = None, cancel: CancelFn | None = None,
            rounds: int = 3, samples: int = 512) -> SearchResult:
     """The refinement stage on any method's result: the same for every method.  The search's
-    own result is kept in ``raw`` (and its evaluations in ``raw_evaluations``); the method
-    name, seed and history carry over."""
+    own result is kept in ``raw`` (before any post-processing of the method's own, i.e.
+    FADiff's archive: ``result.search_only`` where set), the refinement's input in ``post``
+    (and the search's evaluations in ``raw_evaluations``); the method name, seed and history
+    carry over."""
     if result.choices is None:
         raise ValueError(f"{result.method}: the result carries no choices to refine")
     tracker = Tracker(result.method, budget, progress, cancel, after=result)
@@ -231,7 +233,8 @@ def refine(space: SearchSpace, result: SearchResult, budget: Budget, seed: int =
     out.schedule.meta.update({"edp_before_refinement": result.result.edp,
                               "refine_evaluations": tracker.evaluations,
                               "search_evaluations": result.evaluations})
-    out.raw, out.raw_evaluations = result.result, result.evaluations
+    out.raw = result.search_only if result.search_only is not None else result.result
+    out.post, out.raw_evaluations = result.result, result.evaluations
     out.history = result.history + tracker.history
     out.evaluations = result.evaluations + tracker.evaluations
     out.cpu_s = result.cpu_s + tracker.cpu_elapsed

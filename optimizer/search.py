@@ -106,6 +106,12 @@ class SearchResult:
     cpu_s: float = 0.0                        # process CPU seconds the run took
     raw: ScheduleResult | None = None         # the search's own result, before refinement
     raw_evaluations: int = 0                  # evaluations of the search stage
+    # the search's result before a step of the method's own that no other method gets
+    # (FADiff's layer-wise archive); None: the method has none, or it changed nothing.  The
+    # comparison's "raw" figure is this one, like for like
+    search_only: ScheduleResult | None = None
+    # what went into the refinement: the method's result after its own post-processing
+    post: ScheduleResult | None = None
 
 
 class Tracker:

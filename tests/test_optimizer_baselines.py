@@ -274,7 +274,8 @@ def test_cli_compare_keeps_finished_runs_and_refuses_duplicates(
     assert partial["complete"] is False and len(partial["runs"]) == 2
     monkeypatch.setattr(compare, "optimize", real)
     rc, text, err = run_cli(capsys, "compare", "--hw", "small", "--networks", net_file,
-                            "--methods", "random", "--evaluations", "15", "--out", out)
+                            "--methods", "random", "--seeds", "0", "--evaluations", "15",
+                            "--out", out)
     table = json.loads(out.read_text())
     assert rc == 0 and table["complete"] is True and "(n/a)" in text
     name = table["networks"][0]
@@ -308,7 +309,9 @@ def test_cli_compare(tmp_path: Path, net_file: Path,
     assert "average EDP" in text and "wall time" in text
     table = json.loads((tmp_path / "t.json").read_text())
     assert set(table["average_edp"]) == {"random", "ga"}
-    assert table["all_valid"] and len(table["runs"]) == 2
+    # the default seeds are 0 1 2 (one seed's spread was n/a)
+    assert table["seeds"] == [0, 1, 2]
+    assert table["all_valid"] and len(table["runs"]) == 2 * 3
 
 
 @pytest.mark.skipif(not REFERENCE.exists(), reason=f"{MISSING_DATA}: reference/costmodel/reference.json")

@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="default: every registered method")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--evaluations", type=int, default=None)
-    ap.add_argument("--seconds", type=float, default=None, help="wall-clock budget (not for "
-                    "comparisons: it moves with the machine's load)")
+    ap.add_argument("--seconds", type=float, default=None, help="wall-clock budget, with "
+                    "--peers-only only (not for comparisons: it moves with the machine's load)")
     ap.add_argument("--cpu-seconds", type=float, default=None,
                     help="CPU-second budget per run (default 5 when no other budget is given)")
     ap.add_argument("--no-refine", action="store_true", help="no refinement stage for anyone")
@@ -241,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="in the mapper comparison, give each network ZigZag's search time")
     ap.add_argument("--json", metavar="OUT.json", default=None)
     args = ap.parse_args(argv)
+    if args.seconds is not None and not args.peers_only:
+        # (run_comparison refuses wall-clock budgets: they move with the machine's load)
+        ap.error("--seconds: a wall-clock budget is for the mapper comparison only "
+                 "(--peers-only); comparisons between methods take --evaluations or "
+                 "--cpu-seconds")
     import os
 
     import torch

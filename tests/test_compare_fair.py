@@ -216,6 +216,6 @@ def test_one_edp_unit_and_the_halo_rule_without_fused_edges(
     assert math.isnan(RunRecord("n", "m", 0, 1.0, 0, 0, True, 0, 0, 0).post_edp)
     from types import SimpleNamespace
     saved = SimpleNamespace(hardware_config=None, batch=1, fused_halo="refetch", edp=5.0)
-    assert "reproduced" in cli._saved_score_line(saved, 5.0, {}, 1, "slide", 0)
+    assert "reproduced" in cli._saved_score_line(saved, 5.0, {}, 1, "slide", fused_edges=0)
     assert "(fused inputs refetch): not comparable" in cli._saved_score_line(
-        saved, 5.0, {}, 1, "slide", 2)
+        saved, 5.0, {}, 1, "slide", fused_edges=2)

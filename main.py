@@ -888,7 +888,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
               f"{r.evaluations} evaluations, {r.cpu_s:.1f} CPU-s"
               f"{'' if r.valid else ' INVALID'}", file=sys.stderr, flush=True)
 
-    from optimizer.dram_objective import objective_json
     from optimizer.hardware import load_hardware
 
     _torch_threads(args)
@@ -898,8 +897,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     methods = args.methods or (list(METHODS)
                                + ([] if args.no_refine else list(REFERENCE_METHOD_CHOICES)))
     hw = _objective_hardware(args, load_hardware(args.hw))
-    obj = objective_json(hw)
-    dram = {"dram_objective": obj, "memory": obj.get("memory")}
+    dram: dict[str, Any] = {}
+    _record_objective(dram, hw)
+    del dram["hardware"]             # (the comparison names its hardware file itself)
 
     def keep(comp: Any) -> None:
         # the runs finished so far, after each one: a Ctrl-C or a failure in a later run
@@ -907,7 +907,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _write_json(args.out, {**comp.to_json(complete=False), "fused_halo": halo, **dram})
     comp = run_comparison(hw, args.networks, methods, _budget(args),
                           args.seeds, on_run=on_run, refine=not args.no_refine,
-                          batch=args.batch, on_progress=keep if args.out else None)
+                          batch=args.batch, on_progress=keep if args.out else None,
+                          hardware_source=args.hw)
     print(format_table(comp))
     if args.out is not None:
         _write_json(args.out, {**comp.to_json(), "fused_halo": halo, **dram})

@@ -26,6 +26,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def _seed(row: dict) -> str:
+    """A row's seed: the schedule file's own field (rows measured before it was recorded:
+    the file name's ``_s<seed>``)."""
+    if row.get("seed") is not None:
+        return str(row["seed"])
+    stem = Path(row["file"]).stem
+    return stem.rsplit("_s", 1)[1] if "_s" in stem else stem
+
+
 def measure(path: str, hw_name: str, memory_name: str) -> dict:
     from optimizer import cosim
     from optimizer.batching import with_batch
@@ -44,7 +53,8 @@ def measure(path: str, hw_name: str, memory_name: str) -> dict:
     tm = evaluate_schedule(net, sched, dhw)
     t0 = time.process_time()
     cs = cosim.cosimulate(net, sched, hw, memory, result=pb, dram_hw=dhw)
-    obj = json.loads(Path(path).read_text()).get("dram_objective") or {"model": "per-byte"}
+    doc = json.loads(Path(path).read_text())
+    obj = doc.get("dram_objective") or {"model": "per-byte"}
 
     def dram(res) -> float:
         return sum(lr.energy_parts["DRAM"] for lr in res.layers)
@@ -53,7 +63,7 @@ def measure(path: str, hw_name: str, memory_name: str) -> dict:
     mod_parts = {p: sum(x.model_parts.get(p, 0.0) for x in cs.layers)
                  for p in ("background", "refresh", "data", "act")}
     return {
-        "file": path, "network": net.name, "memory": memory.name,
+        "file": path, "network": net.name, "memory": memory.name, "seed": doc.get("seed"),
         "optimised_under": obj.get("memory") or "per-byte",
         "dram_bytes_model": pb.dram_bytes,
         "dram_bytes_engine": sum(x.bytes for x in cs.layers),
@@ -92,10 +102,8 @@ def summary(rows: list[dict]) -> str:
             "cycles pb / aware |", "|---" * 8 + "|"]
     for net, mem in keys:
         rs = [r for r in rows if (r["network"], r["memory"]) == (net, mem)]
-        pb = {Path(r["file"]).stem.rsplit("_s", 1)[1]: r for r in rs
-              if r["optimised_under"] == "per-byte"}
-        aw = {Path(r["file"]).stem.rsplit("_s", 1)[1]: r for r in rs
-              if r["optimised_under"] != "per-byte"}
+        pb = {_seed(r): r for r in rs if r["optimised_under"] == "per-byte"}
+        aw = {_seed(r): r for r in rs if r["optimised_under"] != "per-byte"}
         ratios = []
         for seed in sorted(set(pb) & set(aw)):
             a, b = pb[seed]["engine"], aw[seed]["engine"]

@@ -65,8 +65,23 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
     return runs
 
 
+#: what a record's figures mean: 2 from 2026-12-08 (raw_edp is FADiff's search without its
+#: layer-wise archive, post_edp with it; the baselines search the fused space). Records of
+#: another version are neither reused nor tabulated beside these.
+RECORD_VERSION = 2
+
+
 def _key(r: dict[str, Any]) -> tuple[str, str, str, int, str]:
     return (r["config"], r["network"], r["method"], int(r["seed"]), r.get("tag", ""))
+
+
+def _current(runs: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+    """The runs recorded with this RECORD_VERSION (the others named on stderr)."""
+    old = [r for r in runs if r.get("record", 1) != RECORD_VERSION]
+    if old:
+        print(f"{path}: {len(old)} record(s) of another version left out (their raw EDP "
+              "meant something else); they are run again", file=sys.stderr)
+    return [r for r in runs if r.get("record", 1) == RECORD_VERSION]
 
 
 def run_all(args: argparse.Namespace) -> None:
@@ -80,7 +95,7 @@ def run_all(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     costmodel.FUSED_HALO = args.fused_halo
     out = Path(args.out)
-    done = {_key(r) for r in read_runs(out)}
+    done = {_key(r) for r in _current(read_runs(out), out)}
     commit = _commit()
     caps = parse_caps(args.cpu_cap)
 
@@ -113,7 +128,8 @@ def run_all(args: argparse.Namespace) -> None:
                     tiles = {a: sched.mappings[a].temporal[0]["P"]
                              * sched.mappings[a].temporal[0]["Q"]
                              * sched.mappings[a].temporal[0]["N"] for a in sorted(first)}
-                    rec = {"config": cfg, "network": net, "method": m, "seed": seed,
+                    rec = {"record": RECORD_VERSION,
+                           "config": cfg, "network": net, "method": m, "seed": seed,
                            "tag": args.tag, "refine": not args.no_refine,
                            "raw_edp": raw.edp, "raw_valid": raw.valid,
                            "raw_fused": len(raw.fused),
@@ -192,7 +208,8 @@ def _geo(xs: list[float]) -> float:
 
 
 def report(args: argparse.Namespace) -> str:
-    runs = [r for r in read_runs(Path(args.out)) if (not args.tag or r.get("tag", "") in
+    runs = [r for r in _current(read_runs(Path(args.out)), Path(args.out))
+            if (not args.tag or r.get("tag", "") in
                                                       args.tag) and int(r["seed"]) in args.seeds]
     lines: list[str] = []
     label = (lambda r: r["method"] + (f"[{r['tag']}]" if r.get("tag") else ""))
@@ -281,7 +298,8 @@ def targets(args: argparse.Namespace) -> str:
     """Issue 13's targets table: per network, the ratio of the two methods' mean EDP over
     the seeds both have; the geometric mean over the networks against the bound; and on how
     many seeds the numerator is the lower."""
-    runs = [r for r in read_runs(Path(args.out)) if int(r["seed"]) in args.seeds
+    runs = [r for r in _current(read_runs(Path(args.out)), Path(args.out))
+            if int(r["seed"]) in args.seeds
             and (not args.tag or r.get("tag", "") in args.tag)]
     nets = [n for n in args.networks if any(r["network"] == n for r in runs)]
     lines = ["| | config | seeds | " + " | ".join(nets) + " | geomean | wins (seeds) | target |",

@@ -1158,6 +1158,10 @@ class _Rechunker:
 #: this many lines earlier (a GPU's L2 and memory controller combine the sectors of one
 #: DRAM access that are pending together; the engine's queues hold 32-64 requests a channel)
 COALESCE_WINDOW = 64
+#: ... and arrived at most this many cycles after that request's first line (a request is
+#: pending in the controller's queue for a few hundred cycles at most; merges do not reach
+#: across the gaps between a sampled trace's windows)
+COALESCE_CYCLES = 256
 #: ... and the entries of the direct-mapped table that finds them
 COALESCE_TABLE = 1 << 12
 
@@ -1167,9 +1171,10 @@ def to_request_size(chunks: Iterable[TraceChunk], line_bytes: int,
                     ) -> Iterator[TraceChunk]:
     """A trace of ``line_bytes`` requests (a generated trace's 64-byte lines) as requests of
     the memory's ``request_bytes`` (a power of two): on larger ones a line merges into the
-    request of its ``request_bytes`` block and direction when a line of it came at most
-    ``window`` lines earlier (a 256-byte GDDR6 request carries four lines: replayed one per line, each
-    moved 256 bytes, 4x the step's traffic; merged only when consecutive, the lines of one
+    request of its ``request_bytes`` block, direction and stream when a line of it came at
+    most ``window`` lines earlier and that request's first line at most
+    ``COALESCE_CYCLES`` cycles earlier (a 256-byte GDDR6 request carries four lines:
+    replayed one per line, each moved 256 bytes, 4x the step's traffic; merged only when consecutive, the lines of one
     block that thread-block interleaving or the L2's eviction order set apart fetched the
     block again: 1.56x the step's bytes on a tiny ResNet-50); ``window`` 1 merges only
     consecutive lines. Smaller ones split each line into ``line_bytes // request_bytes``
@@ -1192,14 +1197,16 @@ def to_request_size(chunks: Iterable[TraceChunk], line_bytes: int,
     shift = np.uint64(request_bytes.bit_length() - 1)
     table_key = np.full(COALESCE_TABLE, -1, np.int64)     # the coalescer's state across chunks
     table_pos = np.zeros(COALESCE_TABLE, np.int64)
+    table_cycle = np.zeros(COALESCE_TABLE, np.int64)
     pos = 0
     for ch in chunks:
         n = len(ch)
         if n == 0:
             continue
         keep = np.ones(n, np.bool_)
-        _coalesce((ch.addr >> shift).astype(np.int64), ch.is_write.astype(np.bool_), keep,
-                  table_key, table_pos, pos, window)
+        _coalesce((ch.addr >> shift).astype(np.int64), ch.is_write.astype(np.bool_),
+                  ch.stream.astype(np.int64), ch.cycle.astype(np.int64), keep,
+                  table_key, table_pos, table_cycle, pos, window, COALESCE_CYCLES)
         pos += n
         if keep.all():
             yield ch
@@ -1208,21 +1215,27 @@ def to_request_size(chunks: Iterable[TraceChunk], line_bytes: int,
 
 
 @njit(cache=True, nogil=True)
-def _coalesce(block: np.ndarray, is_write: np.ndarray, keep: np.ndarray,
-              table_key: np.ndarray, table_pos: np.ndarray, pos0: int, window: int) -> None:
-    """keep[i] = False where request i's block and direction came at most ``window``
-    positions earlier (positions from ``pos0``; a merged line extends its request's reach,
-    so ``window`` 1 merges runs of consecutive lines; the table, direct-mapped by a hash of
-    block and direction, carries them across calls: a colliding block replaces the one
-    there, which then merges no more)."""
+def _coalesce(block: np.ndarray, is_write: np.ndarray, stream: np.ndarray,
+              cycle: np.ndarray, keep: np.ndarray, table_key: np.ndarray,
+              table_pos: np.ndarray, table_cycle: np.ndarray, pos0: int, window: int,
+              cycles: int) -> None:
+    """keep[i] = False where request i's block, direction and stream came at most
+    ``window`` positions earlier (positions from ``pos0``; a merged line extends the reach,
+    so ``window`` 1 merges runs of consecutive lines) and the request it joins arrived at
+    most ``cycles`` cycles before it (a request is pending that long at most). The table,
+    direct-mapped by a hash of the key, carries them across calls: a colliding key
+    replaces the one there, which then merges no more."""
     mask = table_key.shape[0] - 1
     for i in range(block.shape[0]):
-        key = block[i] * 2 + (1 if is_write[i] else 0)
+        key = (block[i] * 2 + (1 if is_write[i] else 0)) * 65536 + stream[i]
         h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
         slot = np.int64(h >> np.uint64(40)) & mask
         p = pos0 + i
-        if table_key[slot] == key and p - table_pos[slot] <= window:
+        if (table_key[slot] == key and p - table_pos[slot] <= window
+                and cycle[i] - table_cycle[slot] <= cycles):
             keep[i] = False
+        else:
+            table_cycle[slot] = cycle[i]          # the request's first line
         table_key[slot] = key
         table_pos[slot] = p
 

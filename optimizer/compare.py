@@ -80,7 +80,9 @@ class HardwareRecord:
     def of(cls, hard: GemminiHardware, source: GemminiHardware | str | Path) -> "HardwareRecord":
         # (a DRAM-aware hardware is its file's hardware priced with a memory's DRAM term,
         # recorded apart as the DRAM objective)
-        config = (hard.plain() if hasattr(hard, "plain") else hard).to_dict()
+        from optimizer.dram_objective import base_hardware
+        hard = base_hardware(hard)
+        config = hard.to_dict()
         digest = hardware_digest(config)
         stock = next((n for n in list_hardware()
                       if hardware_digest(load_hardware(n).to_dict()) == digest), None)
@@ -225,11 +227,14 @@ def run_comparison(hw: GemminiHardware | str, networks: Sequence[str] = NETWORKS
                    budget: Budget | None = None, seeds: Sequence[int] = DEFAULT_SEEDS,
                    on_run: Callable[[RunRecord], None] | None = None, refine: bool = True,
                    batch: int = 1,
-                   on_progress: Callable[[Comparison], None] | None = None) -> Comparison:
+                   on_progress: Callable[[Comparison], None] | None = None,
+                   hardware_source: str | Path | None = None) -> Comparison:
     """Every method on every network with the same budget, seeds and refinement stage.
     The budget is CPU-seconds and/or evaluations: a wall-clock limit is refused (it moves
     with the machine's load, so it would not be the same budget for every method).
-    ``on_progress(comparison so far)`` after every run (e.g. to keep a partial table)."""
+    ``on_progress(comparison so far)`` after every run (e.g. to keep a partial table).
+    ``hardware_source``: the name or file ``hw`` was loaded from, when it is an object (for
+    the record of which hardware file was compared)."""
     hard = hw if isinstance(hw, GemminiHardware) else load_hardware(hw)
     budget = budget or Budget(cpu_seconds=5.0)
     if budget.seconds is not None:
@@ -248,9 +253,10 @@ def run_comparison(hw: GemminiHardware | str, networks: Sequence[str] = NETWORKS
         twice = sorted({x for x in names if names.count(x) > 1})
         if twice:
             raise OptimizerError(f"compare: {what} {', '.join(twice)} given more than once")
-    comp = Comparison(hard.name, budget.to_dict(), [n.name for n in nets], list(methods),
+    record = HardwareRecord.of(hard, hardware_source if hardware_source is not None else hw)
+    comp = Comparison(record.name, budget.to_dict(), [n.name for n in nets], list(methods),
                       list(seeds), batch=batch, refine=refine,
-                      hardware_record=HardwareRecord.of(hard, hw))
+                      hardware_record=record)
     for net in nets:
         for m in methods:
             for seed in seeds:
@@ -305,7 +311,9 @@ def format_table(comp: Comparison) -> str:
             f"{comp.average(m, col):>17.4g}" for m in ms))
         lines.append(f"{geo:<{width}}  " + "  ".join(
             f"{comp.geomean(m, col):>17.4g}" for m in ms))
-        for base in ("random", "ga", "dosa", *REFERENCE_METHODS):
+        # (the refine-only row is a reference for the refined column; beside a raw search
+        # it would compare with the trivial schedule it starts from)
+        for base in ("random", "ga", "dosa", *(REFERENCE_METHODS if col == "refined" else ())):
             if base in ms and len(ms) > 1:
                 lines.append(f"{'geomean/' + base:<{width}}  " + "  ".join(
                     f"{comp.geomean_ratio(m, base, col):>17.3f}" for m in ms))

@@ -358,14 +358,6 @@ class DramAwareHardware(GemminiHardware):
 
     dram: DramTerm | None = None
 
-    def plain(self) -> GemminiHardware:
-        """The Gemmini hardware this was made from (its file's name and numbers)."""
-        base = {f: getattr(self, f) for f in GemminiHardware.__dataclass_fields__}
-        suffix = f"+{self.dram.memory}" if self.dram is not None else ""
-        if suffix and self.name.endswith(suffix):
-            base["name"] = self.name[:-len(suffix)]
-        return GemminiHardware(**base)
-
     @classmethod
     def of(cls, hw: GemminiHardware, term: DramTerm) -> "DramAwareHardware":
         base = {f: getattr(hw, f) for f in GemminiHardware.__dataclass_fields__}

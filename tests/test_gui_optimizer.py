@@ -195,6 +195,12 @@ def test_compare_all_methods_adds_a_row_each(qtbot, view, monkeypatch, tiny_json
     from gui.views.optimizer import METHODS
 
     _open_network(view, monkeypatch, tiny_json)
+    # a wall-clock budget is refused for a comparison (it is not the same for every method)
+    view.budget_kind.setCurrentText("seconds")
+    qtbot.mouseClick(view.compare_button, Qt.MouseButton.LeftButton)
+    assert not view.is_running()
+    assert view.errors and "wall-clock budget" in view.errors[-1][0]
+    view.errors.clear()
     _setup(view, "small", "random", 20, seed=1)
     added = []
     view.result_added.connect(lambda o: added.append(o.method))

@@ -19,7 +19,8 @@ import optimizer_table  # noqa: E402
 
 def _run(net: str, method: str, seed: int, raw: float, edp: float, fused: int = 0,
          cpu: float = 3.0) -> dict:
-    return {"config": "large", "network": net, "method": method, "seed": seed, "tag": "",
+    return {"record": optimizer_table.RECORD_VERSION, "config": "large", "network": net,
+            "method": method, "seed": seed, "tag": "",
             "raw_edp": raw, "edp": edp, "valid": True, "fused": fused, "cpu_s": cpu,
             "load": 1.0, "budget_cpu_s": 5.0}
 
@@ -112,3 +113,15 @@ def test_stopped_by_and_caps() -> None:
     for bad in (["bo"], ["bo=x"], ["=3"], ["bo=0"]):
         with pytest.raises(SystemExit):
             optimizer_table.parse_caps(bad)
+
+
+def test_records_of_another_version_are_neither_tabulated_nor_reused(runs_file, capsys) -> None:
+    """Records from before 2026-12-08 meant FADiff's archived result by raw_edp and came from
+    baselines that could not fuse: they are left out, and said to be."""
+    lines = runs_file.read_text().splitlines()
+    old = [json.loads(x) for x in lines]
+    for r in old:
+        r.pop("record")
+    runs_file.write_text("".join(json.dumps(r) + "\n" for r in old))
+    assert optimizer_table._current(optimizer_table.read_runs(runs_file), runs_file) == []
+    assert "of another version left out" in capsys.readouterr().err

@@ -673,7 +673,8 @@ def test_batch_traces_made_with_other_settings_are_not_compared(tmp_path):
     a, b, c = tmp_path / "b1.h5", tmp_path / "b2.h5", tmp_path / "b2c.h5"
     generate_trace(TraceSpec("resnet50", batch=1, size="tiny", cache_bytes=0), a)
     generate_trace(TraceSpec("resnet50", batch=2, size="tiny", cache_bytes=0), b)
-    generate_trace(TraceSpec("resnet50", batch=2, size="tiny", cache_bytes=1 << 20), c)
+    # (a 64 KiB L2: a tiny step stays whole in a larger one in the steady state)
+    generate_trace(TraceSpec("resnet50", batch=2, size="tiny", cache_bytes=64 << 10), c)
     for other, compared in ((b, True), (c, False)):
         setup = StudySetup([TraceInput("resnet-b1", str(a)), TraceInput("resnet-b2", str(other))],
                            config="DDR4-3200")
@@ -682,4 +683,29 @@ def test_batch_traces_made_with_other_settings_are_not_compared(tmp_path):
         assert ("energy efficiency" in f.text) == compared, f.text
         if not compared:
             assert f.text == ("resnet: batch 1 → 2: not compared (the traces were made with "
-                              "other settings: cache_bytes 0 vs 1048576; generate them alike)")
+                              "other settings: cache_bytes 0 vs 65536; l2_start None vs "
+                              "'steady'; generate them alike)")
+
+
+def test_trace_settings_as_they_act():
+    """A trace made before ``l2_start`` existed had a cold L2; without an L2 its start
+    changes nothing: neither is a difference that stops a comparison, the first is."""
+    from engine.studies.spec import differing_settings
+    old = {"workload": "resnet50", "cache_bytes": 1 << 20}
+    assert differing_settings(old, {**old, "l2_start": "steady"}) == [
+        "l2_start 'cold' vs 'steady'"]
+    assert differing_settings(old, {**old, "l2_start": "cold"}) == []
+    none = {"workload": "resnet50", "cache_bytes": 0}
+    assert differing_settings({**none, "l2_start": "steady"}, {**none, "l2_start": None}) == []
+
+
+def test_a_generated_trace_without_requests_is_refused(tmp_path):
+    """A tiny step in the default 40 MiB L2's steady state moves nothing: a study of it
+    divided by zero (technology) or read "+100 %" (batch); it is refused, with the way out."""
+    from engine.studies.spec import StudyError
+    from engine.workloads.generate import TraceSpec, generate_trace
+    t = tmp_path / "empty.h5"
+    s = generate_trace(TraceSpec("resnet50", batch=1, size="tiny"), t)
+    assert s["requests"] == 0
+    with pytest.raises(StudyError, match="holds no DRAM requests.*--l2-start cold"):
+        TraceInput("resnet-b1", str(t)).resolved()

@@ -106,9 +106,9 @@ def test_roles_of_storages() -> None:
 
 
 def test_same_seed_same_trace_and_sampling(tmp_path: Path) -> None:
-    # (a 64 KiB L2: the default 40 MiB holds a tiny step whole, which then moves nothing)
-    spec = dict(workload="resnet50", batch=2, size="tiny", sample=0.3, windows=20,
-                cache_bytes=64 * 1024)
+    # (a 64 KiB L2: the default 40 MiB holds a tiny step whole, which then moves nothing;
+    # DDPM: its strata are long enough for a choice of 2,048-line windows)
+    spec = dict(workload="ddpm", batch=2, size="tiny", sample=0.1, cache_bytes=64 * 1024)
     a = generate_trace(TraceSpec(**spec, seed=3), tmp_path / "a.h5")
     b = generate_trace(TraceSpec(**spec, seed=3), tmp_path / "b.h5")
     c = generate_trace(TraceSpec(**spec, seed=4), tmp_path / "c.h5")
@@ -134,7 +134,8 @@ def test_kept_intervals_cover_every_phase() -> None:
     from engine.workloads.generate import _kept_intervals
     lines = np.array([100, 50, 100, 10, 200, 5, 5], np.int64)
     phases = np.array([0, 1, 0, 1, 2, 3, 3])
-    lo, hi = _kept_intervals(lines, phases, 20, 0.2, seed=0)
+    # (the allocation alone: windows of any length, on this 475-line stream)
+    lo, hi = _kept_intervals(lines, phases, 20, 0.2, seed=0, min_lines=1)
     starts = np.concatenate([[0], np.cumsum(lines)])
     assert np.all(hi > lo) and np.all(lo[1:] > hi[:-1]) and hi[-1] <= starts[-1]
     for p in range(4):              # every phase, even the 10-line one, has kept requests
@@ -193,6 +194,31 @@ def test_l2_in_the_steady_state(tmp_path: Path) -> None:
     with h5py.File(tmp_path / "steady.h5", "r") as f:
         cyc = f["trace"]["cycle"][:]
     assert np.count_nonzero(cyc == cyc.max()) < 0.01 * cyc.shape[0]
+
+
+def test_a_steady_step_whose_tail_missed_lines_runs_again_from_the_state_it_left(
+        tmp_path: Path) -> None:
+    """A 256 KiB L2 on tiny ResNet-50: the step's last 4 x capacity lines missed lines the
+    step leaves in the L2 earlier (sets its tail seldom touches), whose write-backs were then
+    lost (a review measured writes 4-15 % low). The step runs again from the state its first
+    pass left, which is the steady state: the second pass leaves the L2 as it found it, and
+    its counts are those of a step after a whole step in the L2."""
+    kw = dict(workload="resnet50", batch=2, size="tiny", cache_bytes=256 * 1024)
+    s = generate_trace(TraceSpec(**kw), tmp_path / "s.h5")
+    check = s["l2_steady_check"]
+    assert check["first_pass_lines_differing"] > 0 and check["lines_differing"] == 0
+    assert check["warm_up"] == "the whole step (a second pass)"
+    # the same counts as the step simulated after a whole step through the L2
+    from engine.workloads import generate as gen
+    gen_factor = gen.WARMUP_FACTOR
+    try:
+        gen.WARMUP_FACTOR = 10_000                 # a warm-up longer than the step: exact
+        exact = generate_trace(TraceSpec(**kw), tmp_path / "e.h5")
+    finally:
+        gen.WARMUP_FACTOR = gen_factor
+    assert exact["l2_steady_check"]["first_pass_lines_differing"] is None
+    assert (s["reads"], s["writes"]) == (exact["reads"], exact["writes"])
+    assert s["dram_bytes"] == exact["dram_bytes"]
 
 
 def test_a_step_that_fits_in_the_l2_moves_nothing_in_the_steady_state(tmp_path: Path) -> None:
@@ -381,11 +407,11 @@ def test_generated_lines_become_the_memorys_requests(tmp_path: Path) -> None:
                                                            [k] for k in ("read", "write"))
     # GDDR6's lines of one 256-byte block that come within COALESCE_WINDOW lines share a
     # request (merged only when consecutive: 1.56x the step's bytes)
-    step = sum(summary["GDDR6"]["dram_bytes"][k] for k in ("read", "write"))
-    assert moved["GDDR6"] < 1.15 * step
     only_runs = simulate_trace(load_config("GDDR6"), tmp_path / "GDDR6.h5",
                                SimOptions(coalesce_window=1)).summary
-    assert (only_runs["num_reads_done"] + only_runs["num_writes_done"]) * 256 > 1.4 * step
+    # (measured: 1.168x the step's bytes against 1.560x merging consecutive lines only)
+    assert moved["GDDR6"] < 0.8 * (only_runs["num_reads_done"]
+                                   + only_runs["num_writes_done"]) * 256
     # the library's convert writes the lines as they are; the command writes GDDR6's
     # requests, which replay the same bytes one line a request
     text = tmp_path / "g.trace"
@@ -417,6 +443,17 @@ def test_to_request_size_merges_runs_across_chunks_and_splits_lines() -> None:
     ch2 = TraceChunk.from_arrays(far, np.zeros(72, bool), np.arange(72, dtype=np.int64), 0)
     assert len(TraceChunk.concat(list(to_request_size([ch2], 64, 256)))) == 72
     assert len(TraceChunk.concat(list(to_request_size([ch2], 64, 256, window=128)))) == 71
+    # ... nor a line of another stream (another trace merged beside it), nor one that comes
+    # more than COALESCE_CYCLES after the request's first line (the gap between a sampled
+    # trace's windows)
+    from engine.trace import COALESCE_CYCLES
+    two = TraceChunk.from_arrays(np.array([0, 64, 128], np.uint64), np.zeros(3, bool),
+                                 np.array([0, 1, 2 + COALESCE_CYCLES], np.int64), 0)
+    two.stream[1] = 1
+    assert TraceChunk.concat(list(to_request_size([two], 64, 256))).addr.tolist() == [0, 64,
+                                                                                      128]
+    two.stream[1] = 0
+    assert TraceChunk.concat(list(to_request_size([two], 64, 256))).addr.tolist() == [0, 128]
     split = TraceChunk.concat(list(to_request_size([ch[:2]], 64, 32)))
     assert split.addr.tolist() == [0, 32, 64, 96] and split.cycle.tolist() == [0, 0, 1, 1]
     assert list(to_request_size([ch], 64, 64)) == [ch]

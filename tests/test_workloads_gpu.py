@@ -222,7 +222,9 @@ def test_stratified_estimator_is_unbiased_on_a_synthetic_step() -> None:
     # kept_windows: every stratum keeps >= 10 windows (or all it has) at a 1 % sample
     lines = np.array([50_000, 400, 80_000, 3_000, 900], np.int64)
     strata = np.array([0, 1, 0, 2, 3])
-    w = kept_windows(lines, strata, windows=4000, sample=0.01, seed=0)
+    # (the allocation alone: windows of any length; MIN_WINDOW_LINES would make these
+    # short strata one window each)
+    w = kept_windows(lines, strata, windows=4000, sample=0.01, seed=0, min_lines=1)
     assert all(k >= 10 for k in w.n_kept) and np.all(w.lo[1:] >= w.hi[:-1])
     frac = (w.hi - w.lo).sum() / lines.sum()
     assert 0.01 <= frac < 0.05

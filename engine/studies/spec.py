@@ -86,6 +86,14 @@ class TraceInput:
         """This input with an absolute path, a kind and the file's digest; checks the file."""
         p = self.file()
         meta = trace_metadata(p, self.group)
+        if meta.get("requests") == 0:
+            # (a study of a memory needs its traffic: every ratio of the step's figures
+            # would divide by nothing)
+            raise StudyError(
+                f"trace '{self.label}': {p} holds no DRAM requests (a generated step whose "
+                f"footprint stays in its {(meta.get('cache_bytes') or 0) / 2**20:g} MiB "
+                "on-chip cache from step to step): generate it with `trace --l2-start cold` "
+                "or a smaller --cache-mib")
         batch = self.batch if self.batch is not None else meta.get("batch")
         flops = self.flops if self.flops is not None else meta.get("flops")
         name = f"{self.label} {meta.get('workload', '')}".lower()
@@ -158,8 +166,20 @@ def differing_settings(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None)
     vs 0"); empty when they agree or either is unknown (not a generated trace)."""
     if not a or not b:
         return []
+    a, b = _effective_settings(a), _effective_settings(b)
     return [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in TRACE_SETTINGS
             if k in a and k in b and a[k] != b[k]]
+
+
+def _effective_settings(made_with: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings as they act: a trace made before ``l2_start`` existed had a cold L2
+    (written back at the step's end), and without an L2 its start changes nothing."""
+    out = dict(made_with)
+    if "cache_bytes" in out:
+        out.setdefault("l2_start", "cold")
+        if not out["cache_bytes"]:
+            out["l2_start"] = None
+    return out
 
 
 def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
@@ -169,13 +189,11 @@ def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
     from engine.trace import suffix_format
     if suffix_format(path) != "hdf5":
         return {}
+    from engine.workloads.retarget import read_summary
     try:
-        import h5py
-        with h5py.File(path, "r") as f:
-            raw = f[group].attrs.get("summary") if group in f else None
-        if raw is None:
+        summary = read_summary(path, group)
+        if summary is None:
             return {}
-        summary = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
         out: dict[str, Any] = {}
         if isinstance(summary.get("workload"), str):
             out["workload"] = summary["workload"]
@@ -191,6 +209,9 @@ def trace_metadata(path: Path, group: str = "trace") -> dict[str, Any]:
             out["flops"] = total
         if isinstance(summary.get("dtype"), str):
             out["dtype"] = summary["dtype"]
+        if isinstance(summary.get("requests"), int):
+            out["requests"] = summary["requests"]
+            out["cache_bytes"] = summary.get("cache_bytes")
         out["made_with"] = {k: summary[k] for k in TRACE_SETTINGS if k in summary}
         cns = summary.get("compute_time_ns_by_utilisation")
         if isinstance(cns, dict):
@@ -273,6 +294,12 @@ class Point:
                  "trace": {k: self.trace[k] for k in ("label", "digest", "group")}}
         if self.intake != "dramsim3":      # (earlier points keep their ids)
             ident["intake"] = self.intake
+        if self.trace.get("made_with"):
+            # a generated trace is replayed as the memory's requests by a rule (its lines
+            # coalesced within a window): a point simulated under another rule is another
+            # point (a resumed study does not keep it)
+            from engine.trace import COALESCE_CYCLES, COALESCE_WINDOW
+            ident["replay"] = f"lines coalesced within {COALESCE_WINDOW} / {COALESCE_CYCLES}"
         return hashlib.sha256(canonical_json(ident).encode()).hexdigest()[:20]
 
     def to_dict(self) -> dict[str, Any]:

@@ -186,6 +186,16 @@ class CacheFilter:
                     self.last_outcome)
         return Filtered(out_l[:k], out_w[:k], out_r[:k], out_p[:k], out_o[:k], out_s[:k])
 
+    def state(self) -> dict[str, np.ndarray]:
+        """A copy of the whole cache state (load it with :meth:`load_state`)."""
+        return {k: getattr(self, k).copy()
+                for k in ("tags", "valid", "dirty", "stamp", "line_role", "clock")}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        """Put back a state :meth:`state` took (of a cache of the same shape)."""
+        for k, v in state.items():
+            getattr(self, k)[...] = v
+
     def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The cache's contents in recency order: per set, the ways sorted from the most
         recently used, as (tag, valid sectors, dirty sectors) arrays [sets, ways] (tag -1:

@@ -47,6 +47,7 @@ from engine.address import bank_of, decode
 from engine.errors import DiffMemError
 from engine.fileio import atomic_path, json_default
 from engine.trace import HDF5_CHUNK, HDF5_FORMAT_NAME, HDF5_VERSION
+from engine.workloads.sampling import MIN_WINDOW_LINES
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +169,6 @@ MAX_WINDOWS = 100_000
 #: the operators the windows touch)
 WARMUP_BUDGET_FACTOR = 8
 WARMUP_BUDGET_LINES = 100_000_000
-#: auto_windows: a window is at least this many issued lines (128 KiB): a sampled trace is
-#: simulated as it is, and each window's edge cuts the stream's row locality (100,000
-#: windows of 5 lines on a tiny step gave 58 % row hits on HBM2 against the full step's
-#: 72.5 %)
-MIN_WINDOW_LINES = 2048
 
 
 def auto_windows(stream_lines: int, sample: float, cache_lines: int) -> int:
@@ -212,11 +208,13 @@ def _intervals_mask(g0: int, n: int, starts: np.ndarray, ends: np.ndarray) -> np
 
 
 def _kept_intervals(lines_per_op: np.ndarray, phase_of: np.ndarray, windows: int,
-                    sample: float | None, seed: int) -> tuple[np.ndarray, np.ndarray]:
+                    sample: float | None, seed: int, min_lines: int = MIN_WINDOW_LINES
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Kept [lo, hi) intervals of the issued stream, sorted, disjoint, touching ones merged;
     stratified by the labels ``phase_of`` (:func:`engine.workloads.sampling.kept_windows`)."""
     from engine.workloads.sampling import kept_windows
-    w = kept_windows(lines_per_op, phase_of, windows, 1.0 if sample is None else sample, seed)
+    w = kept_windows(lines_per_op, phase_of, windows, 1.0 if sample is None else sample, seed,
+                     min_lines=min_lines)
     lo_arr, hi_arr = w.lo, w.hi
     if lo_arr.shape[0] > 1:                      # merge touching intervals
         new = np.concatenate([[True], lo_arr[1:] > hi_arr[:-1]])
@@ -399,13 +397,20 @@ Observer = Callable[[int, np.ndarray, np.ndarray, np.ndarray], None]
 
 def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                    progress: Progress | None = None,
-                   observe: Observer | None = None) -> dict[str, Any]:
+                   observe: Observer | None = None,
+                   _l2_state: tuple[dict[str, np.ndarray], int] | None = None
+                   ) -> dict[str, Any]:
     """Capture ``spec``'s training step and write its DRAM trace to ``out`` (HDF5).
 
     Returns the summary (also stored in the file): DRAM bytes read/written by phase and
     role, request count, footprint, sequential-run length, row locality, and, in sampled
     mode, the extrapolated full-step totals.  ``observe`` (full runs only): see
-    :data:`Observer`.
+    :data:`Observer`.  In the steady L2 state (``l2_start`` "steady"), a full run whose
+    step did not leave the L2 as the warm-up made it (the warm-up, the step's tail, missed
+    lines the step left in the L2 earlier: sets its tail seldom touches) runs the step
+    again from the state it left, which is the steady state (``_l2_state``: that state and
+    how many lines the first pass's end differed in); the first pass's output is
+    discarded.
     """
     import torch
 
@@ -561,8 +566,16 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         n_ops = len(cap.ops)
         start_state = None
         if steady:
-            warm_with_tail()
+            if _l2_state is not None:
+                cache.load_state(_l2_state[0])
+            else:
+                warm_with_tail()
             start_state = cache.snapshot()
+        # a first pass that may be run again (see the docstring) observes into a buffer
+        replay: list[tuple[Any, ...]] | None = (
+            [] if observe is not None and steady and not sampled and _l2_state is None
+            else None)
+        observed = observe if replay is None else (lambda *a: replay.append(a))
         for op in cap.ops:
             if progress is not None:
                 progress(op.index, n_ops)
@@ -606,8 +619,8 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                     np.add.at(win_y, (wy, f.is_write.view(np.uint8)), 1)
                 else:
                     f = cache.filter(part.lines, part.is_write, part.role, op.phase, op.index)
-                    if observe is not None:
-                        observe(g0, part.is_write, f.source, f.is_write)
+                    if observed is not None:
+                        observed(g0, part.is_write, f.source, f.is_write)
                     l2_access[op.phase] += n
                     l2_hit[op.phase] += int(np.count_nonzero(cache.last_outcome == 1))
                 pos = (f.source + done).astype(np.float64)
@@ -627,9 +640,24 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
         # step's last uses of every set; the whole step run through it, always)
         steady_check = None
         if start_state is not None and not sampled:
+            differing = cache.lines_differing(start_state)
+            if differing and _l2_state is None:
+                log.info("the L2 after the step differs from its warm-up (the step's last "
+                         "%d lines) in %d lines: the step again, from the state it left",
+                         stream_total - tail_lo, differing)
+                writer.abort()
+                return generate_trace(spec, out, progress=progress, observe=observe,
+                                      _l2_state=(cache.state(), differing))
             steady_check = {"resident_lines": cache.resident_lines(),
-                            "lines_differing": cache.lines_differing(start_state),
-                            "warm_up_lines": stream_total - tail_lo}
+                            "lines_differing": differing,
+                            "warm_up": ("the step's last lines" if _l2_state is None
+                                        else "the whole step (a second pass)"),
+                            "warm_up_lines": (stream_total - tail_lo if _l2_state is None
+                                              else stream_total),
+                            "first_pass_lines_differing": (
+                                None if _l2_state is None else _l2_state[1])}
+        for call in replay or ():
+            observe(*call)
         if progress is not None:
             progress(n_ops, n_ops)
         flush_buffer()
@@ -660,7 +688,10 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
             "stream_lines": stream_total,
             "stream_lines_kept": int(sampled_by_phase.sum()),
             "sample": spec.sample,
-            "windows": (n_windows if sampled else None), "seed": spec.seed,
+            # (the windows the strata were cut into: a stratum's share of n_windows, at least
+            # ten kept, none shorter than MIN_WINDOW_LINES)
+            "windows": (int(win.n_windows.sum()) if sampled else None),
+            "windows_requested": (n_windows if sampled else None), "seed": spec.seed,
             "census_phases": (list(spec.census_phases) if sampled else None),
             "memory": mem.name, "tck_ns": tck, "cache_bytes": spec.cache_bytes,
             "accelerator": asdict(acc),
@@ -681,7 +712,7 @@ def generate_trace(spec: TraceSpec, out: str | os.PathLike[str], *,
                             for i, p in enumerate(PHASES)},
             "l2_hit_rate_all": (float(l2_hit.sum() / l2_access.sum())
                                 if l2_access.sum() and cache.enabled else None),
-            "l2_start": spec.l2_start,
+            "l2_start": spec.l2_start if cache.enabled else None,
             "l2_steady_check": steady_check,
             "flush_requests": flush_requests,
             "flush_order": "lru" if spec.l2_start == "cold" else None,

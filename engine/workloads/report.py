@@ -19,7 +19,7 @@ def _cache_words(s: dict[str, Any]) -> str:
                 f"{s.get('flush_requests', 0)} dirty lines written back at the step's end)")
     words = (f"(after a {mib:.4g} MiB on-chip cache in the steady state: as the previous "
              "step left it; what this step leaves dirty is the next step's to write back)")
-    if not s["requests"]:
+    if not s["requests"] and not (s.get("extrapolated") or {}).get("requests"):
         words += (f"\n                 no DRAM traffic: the step's footprint "
                   f"({_gb(s['footprint_bytes'])}) stays in the cache from step to step; "
                   "--l2-start cold or a smaller --cache-mib give a first step's traffic")
@@ -34,15 +34,17 @@ def format_summary(s: dict[str, Any]) -> str:
         f"parameters, {s['operators']} operators ({s['operators_expanded']} expanded), "
         f"step {s['step_time_ns'] / 1e6:.3g} ms on {s['accelerator']['name']}",
         f"  DRAM requests  {s['requests']} ({s['reads']} reads, {s['writes']} writes), "
-        f"cycles {s['first_cycle']}..{s['last_cycle']} at tCK {s['tck_ns']} ns "
-        f"({s['memory']})",
+        + (f"cycles {s['first_cycle']}..{s['last_cycle']} at tCK {s['tck_ns']} ns "
+           if s["requests"] else "")
+        + f"({s['memory']})",
         f"  DRAM bytes     read {_gb(d['read'])}, written {_gb(d['write'])} "
         + _cache_words(s),
     ]
     for key, title in (("by_phase", "by phase"), ("by_role", "by role")):
         parts = [f"{k} {_gb(v['read'])}/{_gb(v['write'])}" for k, v in d[key].items()
                  if v["read"] or v["write"]]
-        lines.append(f"  {title:<14} (read/written) " + ", ".join(parts))
+        if parts:
+            lines.append(f"  {title:<14} (read/written) " + ", ".join(parts))
     lines.append(f"  footprint      {_gb(s['footprint_bytes'])} (persistent "
                  f"{_gb(s['persistent_bytes'])})"
                  + (" -- addresses folded into the memory's capacity"

@@ -174,7 +174,8 @@ class OptimizerView(QWidget):
         self.run_button.clicked.connect(lambda: self.start())
         self.compare_button = QPushButton("Compare all methods")
         self.compare_button.setObjectName("compareButton")
-        self.compare_button.setToolTip("Run every method in turn with the same budget and seed")
+        self.compare_button.setToolTip("Run every method in turn with the same budget (CPU "
+                                       "seconds or evaluations) and seed")
         self.compare_button.clicked.connect(lambda: self.start(list(METHODS)))
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setObjectName("cancelButton")
@@ -476,6 +477,13 @@ class OptimizerView(QWidget):
         job = self.job(methods)
         if job.network in ("None", "") or job.hardware in ("None", ""):
             self._show_error("Choose a network and a hardware first.", "")
+            return False
+        if len(job.methods) > 1 and job.seconds is not None:
+            # (as `compare`: a wall-clock budget moves with the machine's load, so the
+            # methods would not get the same budget)
+            self._show_error("Compare all methods: a wall-clock budget (seconds) is not the "
+                             "same budget for every method on a shared machine; choose CPU "
+                             "seconds or evaluations.", "")
             return False
         self._clear_curves()
         self._job = job

@@ -64,20 +64,11 @@ def read_placement(path: str | os.PathLike[str], group: str = "trace") -> dict[s
     """The trace's placement record, or None (not an HDF5 trace, or not a generated one).
     Traces generated before the record existed fall back to their summary and the memory
     preset it names."""
-    from engine.trace import suffix_format
     p = Path(path)
-    if suffix_format(p) != "hdf5":
+    attrs = _trace_attributes(p, group)
+    if attrs is None:
         return None
-    import h5py
-    try:
-        with h5py.File(p, "r") as f:
-            g = f.get(group)
-            if g is None:
-                return None
-            raw = g.attrs.get("placement")
-            summary = g.attrs.get("summary")
-    except OSError:
-        return None
+    raw, summary = attrs.get("placement"), attrs.get("summary")
     if raw is not None:
         return _json_attribute(p, group, "placement", raw)
     if summary is None:
@@ -118,18 +109,26 @@ def _json_attribute(path: Path, group: str, name: str, raw: Any) -> dict[str, An
 def read_summary(path: str | os.PathLike[str], group: str = "trace") -> dict[str, Any] | None:
     """A generated trace's summary (what `python main.py trace` printed), or None (not an
     HDF5 trace, or not a generated one)."""
-    from engine.trace import suffix_format
     p = Path(path)
-    if suffix_format(p) != "hdf5":
+    raw = (_trace_attributes(p, group) or {}).get("summary")
+    return None if raw is None else _json_attribute(p, group, "summary", raw)
+
+
+def _trace_attributes(path: Path, group: str) -> dict[str, Any] | None:
+    """The raw ``placement`` and ``summary`` attributes of an HDF5 trace's group (absent
+    ones left out), or None: not an HDF5 trace, no such group, or unreadable."""
+    from engine.trace import suffix_format
+    if suffix_format(path) != "hdf5":
         return None
     import h5py
     try:
-        with h5py.File(p, "r") as f:
+        with h5py.File(path, "r") as f:
             g = f.get(group)
-            raw = None if g is None else g.attrs.get("summary")
+            if g is None:
+                return None
+            return {k: g.attrs[k] for k in ("placement", "summary") if k in g.attrs}
     except OSError:
         return None
-    return None if raw is None else _json_attribute(p, group, "summary", raw)
 
 
 def sample_note(summary: dict[str, Any] | None) -> str | None:

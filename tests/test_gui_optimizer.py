@@ -206,16 +206,17 @@ def test_compare_all_methods_adds_a_row_each(qtbot, view, monkeypatch, tiny_json
     view.result_added.connect(lambda o: added.append(o.method))
     outcomes = _run(qtbot, view, view.compare_button)
     assert view.errors == []
-    assert [o.method for o in outcomes] == list(METHODS) == added
+    # every method, then the refinement alone (the reference row of `compare`)
+    assert [o.method for o in outcomes] == list(METHODS) + ["refine-only"] == added
     t = view.results_table
-    assert [t.item(r, 0).text() for r in range(t.rowCount())] == list(METHODS)
+    assert [t.item(r, 0).text() for r in range(t.rowCount())] == list(METHODS) + ["refine-only"]
     assert all(t.item(r, 7).text() == "yes" for r in range(t.rowCount()))   # valid
     # selecting a row shows that run's schedule
     t.selectRow(1)
     assert view.shown is outcomes[1]
     assert view.gantt.schedule is outcomes[1].schedule
     rows = list(csv.reader(view.export(tmp_path / "r.csv", "results").open()))
-    assert [r[0] for r in rows[1:]] == list(METHODS)
+    assert [r[0] for r in rows[1:]] == list(METHODS) + ["refine-only"]
     assert all(float(r[4]) > 0 for r in rows[1:])
 
 

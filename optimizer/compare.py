@@ -143,15 +143,17 @@ class Comparison:
     def cpu(self, method: str) -> float:
         return sum(r.cpu_s for r in self.runs if r.method == method)
 
+    def _mean(self, method: str, attr: str) -> float:
+        vals = [getattr(r, attr) for r in self.runs if r.method == method]
+        return sum(vals) / len(vals) if vals else math.nan
+
     def fused(self, method: str) -> float:
         """Mean fused edges of the final schedules of ``method``'s runs."""
-        vals = [r.fused_edges for r in self.runs if r.method == method]
-        return sum(vals) / len(vals) if vals else math.nan
+        return self._mean(method, "fused_edges")
 
     def evaluations(self, method: str) -> float:
         """Mean layer-mapping evaluations per run of ``method`` (search + refinement)."""
-        vals = [r.evaluations for r in self.runs if r.method == method]
-        return sum(vals) / len(vals) if vals else math.nan
+        return self._mean(method, "evaluations")
 
     def average(self, method: str, column: str = "refined") -> float:
         """Arithmetic mean over the networks of the (seed-averaged) EDP (the largest network

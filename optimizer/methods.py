@@ -137,8 +137,7 @@ def optimize(network: Network | str | Path, hw: GemminiHardware | str | Path,
         result = refine_stage(space, result, rest, seed, progress, cancel)
     else:
         result = run(space, left, seed, progress, cancel)
-        result.raw = result.search_only if result.search_only is not None else result.result
-        result.post, result.raw_evaluations = result.result, result.evaluations
+        result.keep_search_stage(result)
     result.schedule.meta["refined"] = refine
     result.wall_s = time.perf_counter() - t0
     result.cpu_s = time.process_time() - c0

@@ -233,8 +233,7 @@ def refine(space: SearchSpace, result: SearchResult, budget: Budget, seed: int =
     out.schedule.meta.update({"edp_before_refinement": result.result.edp,
                               "refine_evaluations": tracker.evaluations,
                               "search_evaluations": result.evaluations})
-    out.raw = result.search_only if result.search_only is not None else result.result
-    out.post, out.raw_evaluations = result.result, result.evaluations
+    out.keep_search_stage(result)
     out.history = result.history + tracker.history
     out.evaluations = result.evaluations + tracker.evaluations
     out.cpu_s = result.cpu_s + tracker.cpu_elapsed

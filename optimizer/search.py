@@ -113,6 +113,13 @@ class SearchResult:
     # what went into the refinement: the method's result after its own post-processing
     post: ScheduleResult | None = None
 
+    def keep_search_stage(self, searched: "SearchResult") -> None:
+        """Record ``searched`` (a method's run, before any refinement) as this result's
+        search stage: ``raw`` its own result (before the method's post-processing, where it
+        has one), ``post`` what it handed on, and its evaluations."""
+        self.raw = searched.search_only if searched.search_only is not None else searched.result
+        self.post, self.raw_evaluations = searched.result, searched.evaluations
+
 
 class Tracker:
     """Budget, progress and cancel bookkeeping for one run of a method."""

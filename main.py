@@ -249,14 +249,12 @@ def cmd_ramulator(args: argparse.Namespace) -> int:
 # ==== convert-trace ============================================================================
 def cmd_convert_trace(args: argparse.Namespace) -> int:
     _outputs_first(args, [("source trace", args.src)], dst="converted trace")
-    from engine.trace import convert
-    from engine.workloads.retarget import plain_request_fit, plain_request_note
+    from engine.workloads.retarget import convert_to_plain
 
-    fit = plain_request_fit(args.src)
-    n = convert(args.src, args.dst, fit=fit[:2] if fit else None)
+    n, note = convert_to_plain(args.src, args.dst)
     print(f"converted {n} requests: {args.src} -> {args.dst}")
-    if fit:
-        print(f"  {plain_request_note(fit, n)}")
+    if note:
+        print(f"  {note}")
     return 0
 
 
@@ -301,14 +299,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
         atomic_write_text(args.summary, json.dumps(summary, indent=2, default=json_default))
         print(f"summary written to {args.summary}")
     if args.text is not None:
-        from engine.trace import convert
-        from engine.workloads.retarget import plain_request_fit, plain_request_note
+        from engine.workloads.retarget import convert_to_plain
 
-        fit = plain_request_fit(args.out)
-        n = convert(args.out, args.text, fit=fit[:2] if fit else None)
+        n, note = convert_to_plain(args.out, args.text)
         print(f"DRAMsim3 text trace written to {args.text} ({n} requests)")
-        if fit:
-            print(f"  {plain_request_note(fit, n)}")
+        if note:
+            print(f"  {note}")
     return 0
 
 

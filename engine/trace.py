@@ -1174,10 +1174,10 @@ def to_request_size(chunks: Iterable[TraceChunk], line_bytes: int,
     request of its ``request_bytes`` block, direction and stream when a line of it came at
     most ``window`` lines earlier and that request's first line at most
     ``COALESCE_CYCLES`` cycles earlier (a 256-byte GDDR6 request carries four lines:
-    replayed one per line, each moved 256 bytes, 4x the step's traffic; merged only when consecutive, the lines of one
-    block that thread-block interleaving or the L2's eviction order set apart fetched the
-    block again: 1.56x the step's bytes on a tiny ResNet-50); ``window`` 1 merges only
-    consecutive lines. Smaller ones split each line into ``line_bytes // request_bytes``
+    replayed one per line, each moved 256 bytes, 4x the step's traffic; merged only when
+    consecutive, the lines of one block that thread-block interleaving or the L2's eviction
+    order set apart fetched the block again: 1.56x the step's bytes on a tiny ResNet-50);
+    ``window`` 1 merges only consecutive lines. Smaller ones split each line into ``line_bytes // request_bytes``
     requests at the same cycle (HBM3's 32 bytes: two a line). Merges reach across chunk
     boundaries. Equal sizes: the chunks as they are."""
     if request_bytes == line_bytes:

@@ -65,7 +65,12 @@ def read_placement(path: str | os.PathLike[str], group: str = "trace") -> dict[s
     Traces generated before the record existed fall back to their summary and the memory
     preset it names."""
     p = Path(path)
-    attrs = _trace_attributes(p, group)
+    return _placement_of(p, group, _trace_attributes(p, group))
+
+
+def _placement_of(p: Path, group: str, attrs: dict[str, Any] | None
+                  ) -> dict[str, Any] | None:
+    """read_placement's record from a trace's raw attributes (:func:`_trace_attributes`)."""
     if attrs is None:
         return None
     raw, summary = attrs.get("placement"), attrs.get("summary")
@@ -153,13 +158,17 @@ def placement_notes(trace: str | Path, cfg: Any) -> list[str]:
     trace`) says against the memory it is replayed on: placed for another memory (its
     arrival cycles are in that memory's clock and its addresses hashed for that memory's
     channels and banks), and a sampled trace (its statistics are the sample's). Empty for
-    other traces, and for a whole step's trace on its own memory. `simulate` logs these as warnings and the window shows them beside the run;
-    studies re-place a trace instead (:func:`placed_for`)."""
+    other traces, and for a whole step's trace on its own memory. `simulate` logs these as
+    warnings and the window shows them beside the run; studies re-place a trace instead
+    (:func:`placed_for`)."""
     notes = []
-    sample = sample_note(read_summary(trace))
+    p = Path(trace)
+    attrs = _trace_attributes(p, "trace")             # (the file read once for both)
+    raw = (attrs or {}).get("summary")
+    sample = sample_note(None if raw is None else _json_attribute(p, "trace", "summary", raw))
     if sample:
         notes.append(sample)
-    rec = read_placement(trace)
+    rec = _placement_of(p, "trace", attrs)
     if not rec:
         return notes
     mem, tck = rec.get("memory"), rec.get("tck_ns")
@@ -184,6 +193,17 @@ def plain_request_fit(path: str | os.PathLike[str]) -> tuple[int, int, str] | No
         return None
     from engine.workloads.lines import LINE_BYTES
     return LINE_BYTES, 1 << int(rec["geometry"]["shift_bits"]), str(rec.get("memory"))
+
+
+def convert_to_plain(src: str | os.PathLike[str], dst: str | os.PathLike[str]
+                     ) -> tuple[int, str | None]:
+    """Convert ``src`` to ``dst`` (formats by extension, :func:`engine.trace.convert`); a
+    generated trace is written as its memory's requests (:func:`plain_request_fit`).  The
+    request count, and for a generated trace the words that say what was done."""
+    from engine.trace import convert
+    fit = plain_request_fit(src)
+    n = convert(src, dst, fit=fit[:2] if fit else None)
+    return n, (plain_request_note(fit, n) if fit else None)
 
 
 def plain_request_note(fit: tuple[int, int, str], requests: int) -> str:

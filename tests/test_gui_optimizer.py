@@ -327,6 +327,8 @@ def test_cosimulation_on_the_gantt_time_axis(qtbot, view, monkeypatch, tiny_json
     notes = view.empty_notes
     assert all(n.shown for n in notes.values())
     assert notes["cosim"].text == "Co-simulate on DRAM for these three panels"
+    assert notes["curves"].text == "No search shown:\npress Run"
+    assert notes["gantt"].text == "Select a run in the table below for its schedule"
     _open_network(view, monkeypatch, tiny_json)
     # an unfused schedule (one Gantt unit per layer): DOSA never fuses; random search may
     # now (its fusion bits align the tiles), and fuses these two layers into one unit

@@ -57,7 +57,9 @@ def test_run_demo_trace_and_export(qtbot, view, tmp_path, monkeypatch) -> None:
     errors = []
     monkeypatch.setattr(view, "_show_error", lambda msg, det: errors.append((msg, det)))
     # before any run the heatmap says how to get one (the empty axes alone meant nothing)
-    assert view.empty_note.shown and view.empty_note.text.startswith("No run shown")
+    assert view.empty_note.shown and view.empty_note.text == (
+        "No run shown: pick a memory and a trace and press Start,\n"
+        "or double-click a stored run in the project tree")
     _setup(qtbot, view, DEMO)
     with qtbot.waitSignal(view.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
